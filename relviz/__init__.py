@@ -1,0 +1,62 @@
+"""relviz — differentially private synthetic relational databases, and the tools to understand them.
+
+A relational database (several tables linked by primary and foreign keys) goes in; a synthetic
+database with the same schema comes out, produced under one zCDP privacy accountant, together with
+a ledger of every noisy release and a comparison report.
+
+>>> import relviz
+>>> db = relviz.datasets.load("nycflights13")                         # doctest: +SKIP
+>>> plan = relviz.Plan.default(db.schema, epsilon=1.0, delta=1e-6)      # doctest: +SKIP
+>>> synth = relviz.RelationalSynthesizer(plan, random_state=0).fit(db)  # doctest: +SKIP
+>>> fake = synth.sample()                                               # doctest: +SKIP
+
+Modules: ``schema`` (attributes, tables, foreign keys, the privacy unit), ``database``
+(loading, validation, exports), ``privacy`` (accountant, mechanisms, sensitivities), ``plan``
+(budget shares and methods), ``single`` (single-table mechanisms), ``relational`` (relational
+methods), ``synthesizer``, ``evaluate`` and ``plots`` (comparisons), ``datasets`` (built-in
+real data), ``ui`` (JupyterLab widgets), ``cli`` (the ``relviz`` command).
+"""
+
+from __future__ import annotations
+
+from relviz import datasets
+from relviz.database import Database
+from relviz.errors import (
+    BudgetError,
+    CancelledError,
+    DataError,
+    PlanError,
+    Problem,
+    RelvizError,
+    SchemaError,
+)
+from relviz.plan import Component, Plan
+from relviz.privacy.accountant import Accountant
+from relviz.progress import ProgressEvent
+from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table, infer_schema
+from relviz.synthesizer import RelationalSynthesizer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Accountant",
+    "Attribute",
+    "BudgetError",
+    "CancelledError",
+    "Component",
+    "DataError",
+    "Database",
+    "ForeignKey",
+    "Plan",
+    "PlanError",
+    "PrivacyUnit",
+    "Problem",
+    "ProgressEvent",
+    "RelationalSynthesizer",
+    "RelvizError",
+    "Schema",
+    "SchemaError",
+    "Table",
+    "datasets",
+    "infer_schema",
+]

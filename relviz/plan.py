@@ -1,0 +1,358 @@
+"""The synthesis plan: how the privacy budget is shared and which method each part uses.
+
+A :class:`Plan` holds the run's (ε, δ) (or a total ρ), one :class:`Component` per private table
+(a single-table mechanism) and per private foreign key (a relational method), each with a share
+of the total ρ. Shares are exact fractions that always add up to exactly 1, so the component
+budgets add up to exactly the run's ρ (no float drift, ``shared/DESIGN.md`` §3). Locks and
+rebalancing follow DP Creator's budget table (``shared/UX.md`` §A.3): a locked share keeps its
+value, the unlocked ones absorb every change.
+
+Conversion of (ε, δ) to ρ: ``"auto"`` picks the exact Gaussian-DP curve when every mechanism of
+the plan releases only Gaussian noise (spec/privlava.md §10.1; 17 % more ρ at ε = 1, δ = 1e-5),
+and the optimal zCDP conversion otherwise (spec/single-table-benchmark.md §1.1).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Literal
+
+from relviz.errors import PlanError, Problem
+from relviz.privacy.accountant import epsilon_from_rho, rho_from_epsilon_delta
+from relviz.schema import Schema
+
+__all__ = ["Component", "Plan", "to_fraction"]
+
+ConversionChoice = Literal["auto", "zcdp", "gdp", "closed_form"]
+
+
+def to_fraction(x: float | int | str | Fraction) -> Fraction:
+    """An exact fraction from user input (``0.3`` → 3/10, not the binary float)."""
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise ValueError("a share must be finite")
+        return Fraction(repr(x)).limit_denominator(10**12)
+    return Fraction(x)
+
+
+@dataclass(frozen=True)
+class Component:
+    """One budgeted part of a plan.
+
+    Attributes:
+        name: Table name (``kind="table"``) or FK name (``kind="edge"``).
+        kind: ``"table"`` or ``"edge"``.
+        method: Registered single-table mechanism (tables) or relational method (edges).
+        share: Exact share of the run's ρ, in (0, 1].
+        locked: A locked share is kept by :meth:`Plan.with_share` and :meth:`Plan.rebalance`.
+        params: Keyword hyper-parameters of the method.
+    """
+
+    name: str
+    kind: Literal["table", "edge"]
+    method: str
+    share: Fraction
+    locked: bool = False
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "share", to_fraction(self.share))
+        object.__setattr__(self, "params", dict(self.params))
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.kind, self.method, self.share, self.locked))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "method": self.method,
+                "share": f"{self.share.numerator}/{self.share.denominator}",
+                "locked": self.locked, "params": dict(self.params)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Component:
+        return cls(d["name"], d["kind"], d["method"], Fraction(d["share"]), bool(d.get("locked")),
+                   dict(d.get("params", {})))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Budget and methods of a synthesis run.
+
+    Attributes:
+        epsilon: Target ε of the whole database (ignored for ρ when ``rho`` is given).
+        delta: Target δ.
+        components: One per private table and per private FK.
+        conversion: ``"auto"``, ``"zcdp"``, ``"gdp"`` or ``"closed_form"``.
+        rho: Optional total ρ given directly (then ε is derived for display).
+    """
+
+    epsilon: float
+    delta: float
+    components: tuple[Component, ...]
+    conversion: ConversionChoice = "auto"
+    rho: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "components", tuple(self.components))
+        problems = []
+        if self.rho is None and not (self.epsilon > 0 and math.isfinite(self.epsilon)):
+            problems.append(Problem("bad_budget", f"ε must be positive and finite (got {self.epsilon!r})"))
+        if not 0 < self.delta < 1:
+            problems.append(Problem("bad_budget", f"δ must be in (0, 1) (got {self.delta!r})"))
+        if self.rho is not None and not self.rho > 0:
+            problems.append(Problem("bad_budget", "ρ must be positive"))
+        names = [c.name for c in self.components]
+        for n in sorted({n for n in names if names.count(n) > 1}):
+            problems.append(Problem("duplicate_component", "component listed twice", n))
+        if problems:
+            raise PlanError(problems)
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def default(
+        cls,
+        schema: Schema,
+        epsilon: float = 1.0,
+        delta: float = 1e-6,
+        *,
+        mechanism: str = "mst",
+        method: str = "degree",
+        relational_share: Fraction | float = Fraction(1, 3),
+        conversion: ConversionChoice = "auto",
+    ) -> Plan:
+        """Tables share ``1 − relational_share`` equally, private FKs share the rest equally.
+
+        (spec/single-table-benchmark.md §5.3: equal ρ per table after the relationship share is
+        set aside; with no private FK the tables get everything.)
+        """
+        tables = list(schema.private_tables)
+        edges = [fk.name for fk in schema.private_foreign_keys]
+        rel = to_fraction(relational_share) if edges and tables else (Fraction(1) if edges else Fraction(0))
+        comps = [Component(t, "table", mechanism, (1 - rel) / len(tables)) for t in tables]
+        comps += [Component(e, "edge", method, rel / len(edges)) for e in edges]
+        return cls(float(epsilon), float(delta), tuple(comps), conversion)
+
+    # -- queries -----------------------------------------------------------------------------
+    @property
+    def tables(self) -> tuple[Component, ...]:
+        return tuple(c for c in self.components if c.kind == "table")
+
+    @property
+    def edges(self) -> tuple[Component, ...]:
+        return tuple(c for c in self.components if c.kind == "edge")
+
+    def component(self, name: str) -> Component:
+        for c in self.components:
+            if c.name == name:
+                return c
+        raise KeyError(f"no plan component {name!r}")
+
+    def resolved_conversion(self) -> Literal["zcdp", "gdp", "closed_form"]:
+        """The conversion actually used (``"auto"`` → ``"gdp"`` iff every method is Gaussian-only)."""
+        if self.conversion != "auto":
+            return self.conversion
+        from relviz.relational import get_class as edge_class
+        from relviz.single import get_class as table_class
+
+        try:
+            gaussian = all(table_class(c.method).gaussian_only for c in self.tables) and \
+                all(edge_class(c.method).gaussian_only for c in self.edges)
+        except KeyError:
+            return "zcdp"
+        return "gdp" if gaussian and self.components else "zcdp"
+
+    @property
+    def rho_total(self) -> float:
+        """Total ρ of the run (from (ε, δ) under the resolved conversion, or as given)."""
+        if self.rho is not None:
+            return float(self.rho)
+        return rho_from_epsilon_delta(self.epsilon, self.delta, self.resolved_conversion())
+
+    @property
+    def epsilon_effective(self) -> float:
+        """ε at δ of the total ρ (equals ``epsilon`` unless ρ was given directly)."""
+        if self.rho is None:
+            return self.epsilon
+        return epsilon_from_rho(self.rho, self.delta, self.resolved_conversion())
+
+    def rho_of(self, name: str) -> Fraction:
+        """Exact ρ of one component: ``Fraction(ρ_total) × share``."""
+        return Fraction(self.rho_total) * self.component(name).share
+
+    def budgets(self) -> dict[str, Fraction]:
+        total = Fraction(self.rho_total)
+        return {c.name: total * c.share for c in self.components}
+
+    def total_share(self) -> Fraction:
+        return sum((c.share for c in self.components), Fraction(0))
+
+    # -- edits (each returns a new plan) --------------------------------------------------------
+    def _replace_components(self, comps: list[Component]) -> Plan:
+        return replace(self, components=tuple(comps))
+
+    def with_share(self, name: str, share: float | Fraction, *, lock: bool = False) -> Plan:
+        """Set one share; unlocked others are rescaled (proportionally) so the sum stays 1.
+
+        Raises:
+            PlanError: if the share is not in (0, 1], or the locked shares leave no room.
+        """
+        share = to_fraction(share)
+        target = self.component(name)
+        locked = sum((c.share for c in self.components if c.locked and c.name != name), Fraction(0))
+        free = [c for c in self.components if not c.locked and c.name != name]
+        if not 0 < share <= 1:
+            raise PlanError([Problem("bad_share", f"a share must be in (0, 1] (got {float(share):.4g})", name)])
+        room = 1 - locked
+        if not free:
+            if share != room:
+                raise PlanError([Problem("bad_share", "every other share is locked: this share must "
+                                         f"stay {float(room):.4g}", name)])
+        elif share >= room:
+            raise PlanError([Problem("bad_share", f"locked shares leave {float(room):.4g}; "
+                                     f"{float(share):.4g} leaves nothing for the unlocked components",
+                                     name)])
+        rest = room - share
+        free_total = sum((c.share for c in free), Fraction(0))
+        new = []
+        for c in self.components:
+            if c.name == name:
+                new.append(replace(c, share=share, locked=c.locked or lock))
+            elif c in free:
+                s = c.share * rest / free_total if free_total > 0 else rest / len(free)
+                new.append(replace(c, share=s))
+            else:
+                new.append(c)
+        _ = target
+        return self._replace_components(new)
+
+    def with_lock(self, name: str, locked: bool = True) -> Plan:
+        return self._replace_components([replace(c, locked=locked) if c.name == name else c
+                                         for c in self.components])
+
+    def rebalance(self) -> Plan:
+        """Split what the locked shares leave equally among the unlocked components."""
+        locked = sum((c.share for c in self.components if c.locked), Fraction(0))
+        free = [c for c in self.components if not c.locked]
+        if not free:
+            return self
+        each = (1 - locked) / len(free)
+        return self._replace_components([c if c.locked else replace(c, share=each)
+                                         for c in self.components])
+
+    def with_method(self, name: str, method: str, **params: Any) -> Plan:
+        """Change a component's mechanism / relational method (and its parameters)."""
+        return self._replace_components([replace(c, method=method, params=params) if c.name == name
+                                         else c for c in self.components])
+
+    def with_params(self, name: str, **params: Any) -> Plan:
+        return self._replace_components([replace(c, params={**c.params, **params}) if c.name == name
+                                         else c for c in self.components])
+
+    def with_budget(self, epsilon: float | None = None, delta: float | None = None,
+                    rho: float | None = None) -> Plan:
+        return replace(self, epsilon=self.epsilon if epsilon is None else float(epsilon),
+                       delta=self.delta if delta is None else float(delta),
+                       rho=rho if rho is not None else (None if epsilon is not None else self.rho))
+
+    def with_conversion(self, conversion: ConversionChoice) -> Plan:
+        return replace(self, conversion=conversion)
+
+    # -- validation ---------------------------------------------------------------------------
+    def problems(self, schema: Schema) -> list[Problem]:
+        """Everything inconsistent between this plan and ``schema`` (all at once)."""
+        from relviz.relational import get_class as edge_class
+        from relviz.single import get_class as table_class
+
+        out: list[Problem] = []
+        if self.total_share() != 1:
+            out.append(Problem("bad_share", f"shares add up to {float(self.total_share()):.12g}, not 1"))
+        private = set(schema.private_tables)
+        edges = {fk.name for fk in schema.private_foreign_keys}
+        for c in self.components:
+            if c.share <= 0:
+                out.append(Problem("bad_share", "a component must get a positive share", c.name))
+            if c.kind == "table":
+                if c.name not in schema.table_names:
+                    out.append(Problem("unknown_table", "plan names an unknown table", c.name))
+                    continue
+                if c.name not in private:
+                    out.append(Problem("public_spends", "public tables are released verbatim and "
+                                       "spend nothing: remove this component", c.name))
+                    continue
+                try:
+                    mech = table_class(c.method)
+                except KeyError as e:
+                    out.append(Problem("unknown_mechanism", str(e.args[0]), c.name))
+                    continue
+                try:
+                    out += mech(**c.params).problems(schema.table(c.name))
+                except (TypeError, ValueError) as e:
+                    out.append(Problem("bad_parameter", f"{c.method}: {e}", c.name))
+            else:
+                if c.name not in {fk.name for fk in schema.foreign_keys}:
+                    out.append(Problem("unknown_foreign_key", "plan names an unknown FK", c.name))
+                    continue
+                if c.name not in edges:
+                    out.append(Problem("public_spends", "FK between public tables is copied and "
+                                       "spends nothing: remove this component", c.name))
+                    continue
+                try:
+                    meth = edge_class(c.method)
+                except KeyError as e:
+                    out.append(Problem("unknown_method", str(e.args[0]), c.name))
+                    continue
+                try:
+                    out += meth(**c.params).problems(schema, schema.foreign_key(c.name))
+                except (TypeError, ValueError) as e:
+                    out.append(Problem("bad_parameter", f"{c.method}: {e}", c.name))
+        named = {c.name for c in self.components}
+        for t in sorted(private - named):
+            out.append(Problem("missing_component", "private table has no mechanism in the plan", t))
+        for e in sorted(edges - named):
+            out.append(Problem("missing_component", "private FK has no relational method in the plan",
+                               column=e))
+        return out
+
+    def validate(self, schema: Schema) -> Plan:
+        problems = self.problems(schema)
+        if problems:
+            raise PlanError(problems)
+        return self
+
+    # -- display & serialisation ------------------------------------------------------------------
+    def frame(self):  # noqa: ANN201 - pandas.DataFrame
+        """Tidy view: component, kind, method, share, ρ, locked."""
+        import pandas as pd
+
+        total = self.rho_total
+        return pd.DataFrame([{"component": c.name, "kind": c.kind, "method": c.method,
+                              "share": float(c.share), "rho": float(Fraction(total) * c.share),
+                              "locked": c.locked} for c in self.components])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "delta": self.delta, "conversion": self.conversion,
+                "rho": self.rho, "components": [c.to_dict() for c in self.components]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Plan:
+        return cls(float(d["epsilon"]), float(d["delta"]),
+                   tuple(Component.from_dict(c) for c in d["components"]),
+                   d.get("conversion", "auto"), d.get("rho"))
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        text = json.dumps(self.to_dict(), indent=2)
+        if path is not None:
+            Path(path).write_text(text + "\n", encoding="utf-8")
+        return text
+
+    @classmethod
+    def from_json(cls, text_or_path: str | Path) -> Plan:
+        s = str(text_or_path)
+        text = s if s.lstrip().startswith("{") else Path(s).read_text(encoding="utf-8")
+        return cls.from_dict(json.loads(text))

@@ -1,0 +1,56 @@
+"""The slice of a run's budget that one plan component (a table or an FK) may spend.
+
+A :class:`Budget` binds the accountant, the component's name and planned ρ, and a random
+generator; mechanisms split ``budget.rho`` exactly (``Fraction`` arithmetic) among their steps
+and release through :meth:`Budget.gaussian` / :meth:`Budget.exponential`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from relviz.privacy.accountant import Accountant
+from relviz.privacy.mechanisms import exponential_mechanism, gaussian_mechanism
+
+__all__ = ["Budget"]
+
+
+@dataclass
+class Budget:
+    """ρ a component may spend, and the means to spend it.
+
+    Attributes:
+        accountant: The run's accountant (it enforces the component cap too).
+        component: Plan component name (table or FK).
+        rho: Planned ρ of the component (exact).
+        rng: Noise source for this component.
+    """
+
+    accountant: Accountant
+    component: str
+    rho: Fraction
+    rng: np.random.Generator
+
+    def gaussian(self, values: np.ndarray, *, rho: Fraction, sensitivity: float, label: str,
+                 module: str = "measure", source: str = "", count: int = 1
+                 ) -> tuple[np.ndarray, float]:
+        """Gaussian release charged to this component (see ``gaussian_mechanism``)."""
+        return gaussian_mechanism(values, accountant=self.accountant, rho=rho,
+                                  sensitivity=sensitivity, rng=self.rng, label=label,
+                                  component=self.component, module=module, source=source,
+                                  count=count)
+
+    def exponential(self, scores: np.ndarray, *, rho: Fraction, sensitivity: float, label: str,
+                    module: str = "select", source: str = "") -> int:
+        """Exponential-mechanism choice charged to this component."""
+        return exponential_mechanism(scores, accountant=self.accountant, rho=rho,
+                                     sensitivity=sensitivity, rng=self.rng, label=label,
+                                     component=self.component, module=module, source=source)
+
+    @property
+    def remaining(self) -> Fraction:
+        return self.accountant.remaining(self.component) if self.component in \
+            self.accountant.budgets else self.rho - self.accountant.spent(self.component)

@@ -1,0 +1,191 @@
+"""The one place where private rows are read.
+
+Every count over private rows that a mechanism needs (marginals of a table, degrees and degree
+histograms of a foreign key, per-parent child counts, cross-table contingency counts along a
+foreign key) is a group-by count computed here, on integer codes over public domains, and logged
+in a :class:`ReadLog`. Mechanisms receive :class:`PrivateTable` / :class:`PrivateForeignKey`
+handles, never frames; model fitting and sampling work on noisy summaries only
+(``shared/DESIGN.md`` §4). Counts are numpy ``bincount``s in memory; the queries are plain
+GROUP BY counts, so they could be pushed down to DuckDB for data larger than memory.
+
+Reading is not releasing: every exact count returned here must only reach the outside world
+through an accounted mechanism (``relviz.privacy.mechanisms``). Tests check that sampling reads
+nothing and that every read happens inside ``fit``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from relviz.database import Database
+from relviz.encoding import EncodedTable, encode_table
+from relviz.schema import ForeignKey
+
+__all__ = ["Read", "ReadLog", "PrivateTable", "PrivateForeignKey", "Curator"]
+
+
+@dataclass(frozen=True)
+class Read:
+    """One group-by count over private rows."""
+
+    target: str
+    query: str
+    rows: int
+    at: float = field(default_factory=time.time)
+
+
+class ReadLog:
+    """Append-only, thread-safe log of private reads."""
+
+    def __init__(self) -> None:
+        self._reads: list[Read] = []
+        self._lock = threading.Lock()
+
+    def add(self, target: str, query: str, rows: int) -> None:
+        with self._lock:
+            self._reads.append(Read(target, query, rows))
+
+    @property
+    def reads(self) -> tuple[Read, ...]:
+        with self._lock:
+            return tuple(self._reads)
+
+    def __len__(self) -> int:
+        return len(self._reads)
+
+
+def _ravel(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """Mixed-radix cell index (C order, first attribute most significant)."""
+    flat = np.zeros(codes.shape[0], dtype=np.int64)
+    for j, size in enumerate(sizes):
+        flat = flat * int(size) + codes[:, j]
+    return flat
+
+
+class PrivateTable:
+    """Handle on a private table's codes: public metadata plus logged group-by counts.
+
+    Attributes:
+        name: Table name.
+        attributes: Attribute names (public).
+        sizes: Domain sizes (public).
+    """
+
+    def __init__(self, enc: EncodedTable, log: ReadLog) -> None:
+        self._enc = enc
+        self._log = log
+        self.name = enc.name
+        self.attributes = enc.attributes
+        self.sizes = enc.sizes
+
+    def domain(self) -> dict[str, int]:
+        return dict(zip(self.attributes, self.sizes))
+
+    def marginal(self, attrs: Sequence[str]) -> np.ndarray:
+        """Exact counts of the marginal on ``attrs``: shape ``(Π sizes,)`` float64, C order."""
+        attrs = tuple(attrs)
+        cols = [self.attributes.index(a) for a in attrs]
+        sizes = [self.sizes[c] for c in cols]
+        self._log.add(self.name, f"marginal{attrs}", self._enc.n_rows)
+        if not cols:
+            return np.array([float(self._enc.n_rows)])
+        flat = _ravel(self._enc.codes[:, cols], sizes)
+        return np.bincount(flat, minlength=int(np.prod(sizes))).astype(np.float64)
+
+    def total(self) -> int:
+        """Exact row count (a read: only ever released through a mechanism)."""
+        self._log.add(self.name, "count(*)", self._enc.n_rows)
+        return self._enc.n_rows
+
+
+class PrivateForeignKey:
+    """Handle on a private foreign key: degrees, degree histograms, cross-table counts.
+
+    Attributes:
+        fk: The foreign key.
+        n_parent: Number of parent rows (public when the parent is public; otherwise only used
+            as an array length, never released).
+    """
+
+    def __init__(self, fk: ForeignKey, parent_index: np.ndarray, n_parent: int,
+                 child: EncodedTable, parent: EncodedTable | None, log: ReadLog) -> None:
+        self.fk = fk
+        self._idx = np.asarray(parent_index, dtype=np.int64)
+        self.n_parent = int(n_parent)
+        self._child = child
+        self._parent = parent
+        self._log = log
+
+    def degrees(self) -> np.ndarray:
+        """Exact children per parent row, ``(n_parent,)`` int64 (0 included)."""
+        self._log.add(self.fk.name, "degrees", len(self._idx))
+        i = self._idx[self._idx >= 0]
+        return np.bincount(i, minlength=self.n_parent).astype(np.int64)
+
+    def degree_histogram(self, cap: int) -> np.ndarray:
+        """Exact number of parents with degree 0, 1, …, ``cap`` (degrees above ``cap`` count in
+        the last bin), shape ``(cap + 1,)`` float64."""
+        deg = np.minimum(self.degrees(), cap)
+        return np.bincount(deg, minlength=cap + 1).astype(np.float64)
+
+    def parent_counts(self) -> np.ndarray:
+        """Exact children per parent, then the number of children with a null FK:
+        shape ``(n_parent + 1,)`` float64."""
+        self._log.add(self.fk.name, "children per parent", len(self._idx))
+        i = np.where(self._idx >= 0, self._idx, self.n_parent)
+        return np.bincount(i, minlength=self.n_parent + 1).astype(np.float64)
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """Exact edge list ``(child rows, parent rows)`` of non-null links (for relational
+        mechanisms that only derive group-by counts from it)."""
+        self._log.add(self.fk.name, "edge list", len(self._idx))
+        keep = np.flatnonzero(self._idx >= 0)
+        return keep, self._idx[keep]
+
+    def cross_marginal(self, child_attrs: Sequence[str], parent_attrs: Sequence[str]) -> np.ndarray:
+        """Exact counts of (child attrs, parent attrs) over the non-null links, C order."""
+        if self._parent is None:
+            raise ValueError(f"{self.fk.name}: parent codes are not available")
+        self._log.add(self.fk.name, f"cross{tuple(child_attrs)}x{tuple(parent_attrs)}", len(self._idx))
+        keep = self._idx >= 0
+        cc = [self._child.attributes.index(a) for a in child_attrs]
+        pc = [self._parent.attributes.index(a) for a in parent_attrs]
+        codes = np.concatenate([self._child.codes[keep][:, cc],
+                                self._parent.codes[self._idx[keep]][:, pc]], axis=1)
+        sizes = [self._child.sizes[c] for c in cc] + [self._parent.sizes[c] for c in pc]
+        return np.bincount(_ravel(codes, sizes), minlength=int(np.prod(sizes))).astype(np.float64)
+
+
+class Curator:
+    """Holds a (cap-enforced) private database and hands out logged handles.
+
+    Args:
+        db: The database to protect (after :func:`~relviz.privacy.sensitivity.enforce_caps`).
+    """
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self.log = ReadLog()
+        self._encoded: dict[str, EncodedTable] = {}
+
+    @property
+    def schema(self):  # noqa: ANN201 - Schema
+        return self._db.schema
+
+    def _enc(self, name: str) -> EncodedTable:
+        if name not in self._encoded:
+            self._encoded[name] = encode_table(self._db.schema.table(name), self._db[name])
+        return self._encoded[name]
+
+    def table(self, name: str) -> PrivateTable:
+        return PrivateTable(self._enc(name), self.log)
+
+    def foreign_key(self, fk: ForeignKey | str) -> PrivateForeignKey:
+        fk = self._db.schema.foreign_key(fk) if isinstance(fk, str) else fk
+        return PrivateForeignKey(fk, self._db.parent_index(fk), len(self._db[fk.parent]),
+                                 self._enc(fk.child), self._enc(fk.parent), self.log)

@@ -1,0 +1,175 @@
+"""The degree baseline: a noisy degree distribution per FK, then random assignment.
+
+This is the baseline the relational seeds compare against (spec/relational-biadjacency.md §7.1
+"T = 0"-style random relation, with the degree structure kept). Per foreign key
+``child → parent``:
+
+* **private parent** (synthetic parent rows have no identity in common with the real ones):
+  release the histogram of group sizes — how many parents have 0, 1, …, τ children (degrees
+  above the cap τ count in the last bin) — with the Gaussian mechanism; its L2 sensitivity is the
+  privacy unit's group multiplier (``Multipliers.degree_histogram``). For a nullable FK the number
+  of children with a null FK is appended (sensitivity: the child table's histogram multiplier;
+  the two parts compose in L2). Post-processing: clip at 0 and normalise. Linking draws a degree
+  for every synthetic parent from that distribution, thins (or tops up proportionally) the slots
+  to exactly the number of non-null synthetic children, and assigns children to slots at random.
+* **public parent** (parent identities are public): release the vector of children per parent
+  (plus the null count) with the Gaussian mechanism (sensitivity ``Multipliers.parent_counts``);
+  post-process to non-negative proportions; linking gives each parent its share of the synthetic
+  children by randomised rounding (exact total) and assigns children at random.
+
+Relationships to attributes are not modelled: a child's parent is independent of the child's
+and the parent's attributes. That is what bi-adjacency (issue 5) improves on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from relviz.encoding import EncodedTable
+from relviz.errors import Problem
+from relviz.privacy.budget import Budget
+from relviz.privacy.measure import PrivateForeignKey
+from relviz.privacy.sensitivity import Multipliers
+from relviz.progress import Reporter
+from relviz.relational import register
+from relviz.schema import ForeignKey, Schema
+
+__all__ = ["DegreeLinker", "DegreeLink", "round_counts"]
+
+SOURCE = ("degree baseline: noisy degree histogram + random assignment "
+          "(spec/relational-biadjacency.md §7.1 baseline; Gaussian mechanism, Bun & Steinke 2016)")
+
+
+def round_counts(weights: np.ndarray, total: int, rng: np.random.Generator) -> np.ndarray:
+    """Non-negative integers proportional to ``weights`` that sum to exactly ``total``.
+
+    Randomised rounding: floor of the expected counts plus a multinomial draw of the remainder on
+    the fractional parts (unbiased: ``E[counts] = total · w / Σw``).
+    """
+    w = np.clip(np.asarray(weights, dtype=float), 0, None)
+    if total <= 0:
+        return np.zeros(len(w), dtype=np.int64)
+    if w.sum() <= 0:
+        w = np.ones(len(w))
+    expected = w / w.sum() * total
+    base = np.floor(expected).astype(np.int64)
+    rest = int(total - base.sum())
+    if rest > 0:
+        frac = expected - base
+        extra = rng.choice(len(w), size=rest, replace=False, p=frac / frac.sum())
+        base[extra] += 1
+    return base
+
+
+@dataclass(frozen=True)
+class DegreeLink:
+    """A fitted degree model for one FK.
+
+    Attributes:
+        public_parent: Whether the parent table is public (per-parent counts were released).
+        weights: Public parent: non-negative weight per parent row; private parent: probability
+            of each degree 0 … τ.
+        null_share: Share of children with a null FK (0 for a non-nullable FK).
+        cap: τ (private parent) or 0.
+    """
+
+    public_parent: bool
+    weights: np.ndarray
+    null_share: float
+    cap: int
+
+    def link(self, child: EncodedTable, parent: EncodedTable, rng: np.random.Generator,
+             progress: Reporter) -> np.ndarray:
+        n_c, n_p = child.n_rows, parent.n_rows
+        out = np.full(n_c, -1, dtype=np.int64)
+        n_null = int(round(self.null_share * n_c))
+        rows = rng.permutation(n_c)[n_null:]  # children that get a parent
+        target = len(rows)
+        if target == 0:
+            return out
+        if n_p == 0:
+            raise ValueError("cannot link children to an empty parent table")
+        if self.public_parent:
+            w = self.weights if len(self.weights) == n_p else np.ones(n_p)
+            counts = round_counts(w, target, rng)
+        else:
+            deg = rng.choice(self.cap + 1, size=n_p, p=self.weights)
+            s = int(deg.sum())
+            if s == 0:
+                deg = np.ones(n_p, dtype=np.int64)
+                s = n_p
+            if s >= target:  # thin the slots uniformly: keeps the shape of the distribution
+                slots = np.repeat(np.arange(n_p), deg)
+                keep = rng.choice(s, size=target, replace=False)
+                counts = np.bincount(slots[keep], minlength=n_p)
+            else:  # top up in proportion to the drawn degrees
+                counts = deg + rng.multinomial(target - s, deg / s)
+        progress(0.5, "assigning children")
+        slots = np.repeat(np.arange(n_p, dtype=np.int64), counts)
+        out[rows] = slots[rng.permutation(target)]
+        return out
+
+
+@register
+@dataclass(frozen=True)
+class DegreeLinker:
+    """Noisy degree distribution per FK, random assignment (no attribute correlation)."""
+
+    name: ClassVar[str] = "degree"
+    label: ClassVar[str] = "Degree baseline (noisy degree histogram + random links)"
+    gaussian_only: ClassVar[bool] = True
+
+    def problems(self, schema: Schema, fk: ForeignKey) -> list[Problem]:
+        unit = schema.privacy_unit
+        if not schema.table(fk.parent).public and (unit is None or fk.name not in unit.caps):
+            return [Problem("missing_cap", "the degree baseline needs a public degree cap τ for an FK "
+                            "with a private parent", fk.child, ", ".join(fk.columns))]
+        return []
+
+    def fit(self, rel: PrivateForeignKey, budget: Budget, *, schema: Schema,
+            multipliers: Multipliers, progress: Reporter) -> DegreeLink:
+        fk = rel.fk
+        progress(0.0, "measuring degrees")
+        if schema.table(fk.parent).public:
+            exact = rel.parent_counts()
+            if not fk.nullable:
+                exact = exact[:-1]
+            noisy, _ = budget.gaussian(
+                exact, rho=budget.rho, sensitivity=multipliers.parent_counts(fk.name),
+                label=f"children per {fk.parent} row ({rel.n_parent:,} parents"
+                      + (" + null" if fk.nullable else "") + ")", module="degree", source=SOURCE)
+            w = np.clip(noisy, 0, None)
+            if fk.nullable:
+                null_share = float(w[-1] / w.sum()) if w.sum() > 0 else 0.0
+                w = w[:-1]
+            else:
+                null_share = 0.0
+            progress(1.0, "fitted")
+            return DegreeLink(True, w, null_share, 0)
+        tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
+        hist = rel.degree_histogram(tau)
+        d_hist = multipliers.degree_histogram(fk.name)
+        if fk.nullable:
+            n_null = np.array([rel.parent_counts()[-1]])
+            d_null = multipliers.table_histogram(fk.child)
+            noisy, _ = budget.gaussian(
+                np.concatenate([hist, n_null]), rho=budget.rho,
+                sensitivity=math.hypot(d_hist, d_null),
+                label=f"degree histogram 0…{tau} + null count", module="degree", source=SOURCE)
+            hist_noisy, null_noisy = noisy[:-1], max(noisy[-1], 0.0)
+        else:
+            hist_noisy, _ = budget.gaussian(hist, rho=budget.rho, sensitivity=d_hist,
+                                            label=f"degree histogram 0…{tau}", module="degree",
+                                            source=SOURCE)
+            null_noisy = 0.0
+        p = np.clip(hist_noisy, 0, None)
+        p = p / p.sum() if p.sum() > 0 else np.full(tau + 1, 1 / (tau + 1))
+        n_linked = float(np.dot(np.clip(hist_noisy, 0, None), np.arange(tau + 1)))
+        null_share = null_noisy / (null_noisy + n_linked) if null_noisy + n_linked > 0 else 0.0
+        progress(1.0, "fitted")
+        return DegreeLink(False, p, float(null_share), tau)
+

@@ -1,0 +1,270 @@
+"""MST — the Maximum-Spanning-Tree mechanism (McKenna, Miklau & Sheldon 2021) on Private-PGM.
+
+Spec: spec/single-table-benchmark.md §2.3 and §5.3. With the table's ρ split in thirds:
+
+1. measure all d 1-way marginals with the Gaussian mechanism (concatenated vector, L2
+   sensitivity √d per row × the unit's histogram multiplier; ρ/3);
+2. compress each large domain by the 3σ rule: values whose noisy count is below 3σ merge into
+   one rare value (the merged measurement is re-weighted by ``mbi``'s
+   ``LinearMeasurement.compress``);
+3. fit an independence model to the 1-way measurements and score every pair by
+   ``w_ab = ‖x_ab − x̂_ab‖₁``; build a maximum spanning tree Kruskal-style, each of the d − 1
+   edges chosen by the exponential mechanism among pairs joining two components (score
+   sensitivity 1 × the unit's score multiplier; ρ/3 split evenly over the d − 1 steps);
+4. measure the d − 1 selected 2-way marginals (L2 sensitivity √(d−1) per row; ρ/3);
+5. estimate a graphical model from all measurements (``mbi`` mirror descent) and sample.
+
+relviz's deviations, all public and documented: only domains with more than
+``compress_above`` codes are compressed (small domains keep fixed shapes so JAX reuses its
+compiled code across runs; compressing them buys little); the independence model's 2-way
+marginals are computed directly as outer products of the non-negative least-squares 1-way
+estimates (what ``mbi`` returns for 1-way cliques, without a JIT compile); mbi samples with the
+global numpy RNG, so sampling runs inside a context that seeds it from the caller's generator and
+restores it afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import warnings
+from dataclasses import dataclass
+from fractions import Fraction
+from itertools import combinations
+from typing import ClassVar
+
+import networkx as nx
+import numpy as np
+
+from relviz.errors import Problem
+from relviz.privacy.budget import Budget
+from relviz.privacy.measure import PrivateTable
+from relviz.progress import Reporter
+from relviz.schema import Table
+from relviz.single import register
+
+__all__ = ["MST", "MSTModel"]
+
+SOURCE = "MST (McKenna, Miklau & Sheldon 2021), spec/single-table-benchmark.md §2.3"
+
+
+def _mbi():  # noqa: ANN202
+    """Import mbi with float64 JAX (mbi 2.0 warns that float32 can stall for N > 100k)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import mbi
+    return mbi
+
+
+@contextlib.contextmanager
+def global_numpy_seed(rng: np.random.Generator):  # noqa: ANN201
+    """Seed numpy's global RNG from ``rng`` for the duration (mbi samples with it), then restore."""
+    state = np.random.get_state()
+    np.random.seed(int(rng.integers(0, 2**32 - 1)))
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+def _project_counts(y: np.ndarray, total: float) -> np.ndarray:
+    """Euclidean projection of noisy counts onto {p ≥ 0, Σp = total} (sort-based)."""
+    if total <= 0:
+        return np.zeros_like(y)
+    u = np.sort(y)[::-1]
+    css = np.cumsum(u) - total
+    k = np.arange(1, len(u) + 1)
+    rho = np.nonzero(u - css / k > 0)[0][-1]
+    return np.maximum(y - css[rho] / (rho + 1), 0)
+
+
+@dataclass
+class MSTModel:
+    """A fitted MST model.
+
+    Attributes:
+        model: The ``mbi.MarkovRandomField`` over the (compressed) domain.
+        attributes: Attribute names in table order.
+        mapping: ``{attribute: original code → compressed code}`` for compressed attributes.
+        cliques: The selected 2-way cliques (tree edges).
+        total: Estimated rows.
+    """
+
+    model: object
+    attributes: tuple[str, ...]
+    mapping: dict[str, np.ndarray]
+    cliques: tuple[tuple[str, str], ...]
+    total: float
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        with global_numpy_seed(rng):
+            data = self.model.synthetic_data(rows=max(int(n), 1))  # type: ignore[attr-defined]
+            if self.mapping:
+                data = data.decompress(self.mapping)
+        cols = data.to_dict()
+        out = np.stack([np.asarray(cols[a], dtype=np.int64) for a in self.attributes], axis=1)
+        return out[: int(n)]
+
+
+@register
+@dataclass(frozen=True)
+class MST:
+    """MST on ``mbi`` (Private-PGM).
+
+    Args:
+        iters: Mirror-descent iterations of the final fit (≥ 100; the original uses 5000,
+            spec §5.3 asks ≥ 1000).
+        compress_above: Domains with more codes than this are compressed by the 3σ rule.
+        max_cells: 2-way marginals with more cells are not candidates for the tree.
+        max_domain: Largest attribute domain accepted (codes).
+    """
+
+    name: ClassVar[str] = "mst"
+    label: ClassVar[str] = "MST (maximum spanning tree, Private-PGM)"
+    gaussian_only: ClassVar[bool] = False
+    iters: int = 1000
+    compress_above: int = 64
+    max_cells: int = 1_000_000
+    max_domain: int = 10_000
+
+    def __post_init__(self) -> None:
+        if int(self.iters) != self.iters or self.iters < 100:
+            raise ValueError("iters must be an integer ≥ 100")
+        if self.compress_above < 2 or self.max_cells < 4 or self.max_domain < 2:
+            raise ValueError("compress_above ≥ 2, max_cells ≥ 4 and max_domain ≥ 2 are required")
+
+    def problems(self, table: Table) -> list[Problem]:
+        return [Problem("oversized_domain",
+                        f"{a.size:,} codes exceed MST's limit of {self.max_domain:,} (its 2-way "
+                        "marginals would not fit); coarsen the bins or the category list",
+                        table.name, a.name)
+                for a in table.attributes if a.size > self.max_domain]
+
+    def fit(self, data: PrivateTable, budget: Budget, *, histogram_sensitivity: float,
+            score_sensitivity: float, progress: Reporter) -> MSTModel:
+        mbi = _mbi()
+        attrs = tuple(data.attributes)
+        sizes = dict(zip(attrs, data.sizes))
+        d = len(attrs)
+        rho = budget.rho
+        if d <= 1:  # nothing to select: all budget on the 1-way marginal (or the count)
+            from relviz.single.independent import Independent
+
+            m = Independent().fit(data, budget, histogram_sensitivity=histogram_sensitivity,
+                                  score_sensitivity=score_sensitivity, progress=progress)
+            return _IndependentAsMST(m, attrs)
+        rho1 = rho / 3
+        rho2 = rho / 3
+        rho3 = rho - rho1 - rho2
+
+        # 1. one-way marginals --------------------------------------------------------------
+        progress(0.02, "measuring 1-way marginals")
+        exact1 = [data.marginal((a,)) for a in attrs]
+        noisy1, sigma1 = budget.gaussian(
+            np.concatenate(exact1), rho=rho1, sensitivity=histogram_sensitivity * math.sqrt(d),
+            label=f"1-way marginals ({d} attributes)", source=SOURCE + " step 1")
+        y1 = dict(zip(attrs, np.split(noisy1, np.cumsum([sizes[a] for a in attrs])[:-1])))
+
+        # 2. compression (3σ rule) ------------------------------------------------------------
+        mapping: dict[str, np.ndarray] = {}
+        for a in attrs:
+            if sizes[a] > self.compress_above:
+                rare = y1[a] < 3 * sigma1
+                if 2 <= rare.sum() < sizes[a]:
+                    codes = np.empty(sizes[a], dtype=np.int64)
+                    codes[~rare] = np.arange((~rare).sum())
+                    codes[rare] = (~rare).sum()
+                    mapping[a] = codes
+        full_domain = mbi.Domain(attrs, [sizes[a] for a in attrs])
+        csize = {a: int(mapping[a].max()) + 1 if a in mapping else sizes[a] for a in attrs}
+        domain = mbi.Domain(attrs, [csize[a] for a in attrs])
+        meas1 = [mbi.LinearMeasurement(y1[a], (a,), stddev=sigma1).compress(mapping, full_domain)
+                 if a in mapping else mbi.LinearMeasurement(y1[a], (a,), stddev=sigma1)
+                 for a in attrs]
+
+        # 3. selection: Kruskal with the exponential mechanism -------------------------------------
+        progress(0.15, "selecting 2-way marginals")
+        total = float(np.average([y.sum() for y in y1.values()]))
+        total = max(total, 1.0)
+        p1 = {}
+        for a in attrs:
+            y = y1[a] if a not in mapping else np.bincount(mapping[a], weights=y1[a], minlength=csize[a])
+            p1[a] = _project_counts(y, total) / total
+        pairs = [(a, b) for a, b in combinations(attrs, 2) if csize[a] * csize[b] <= self.max_cells]
+        weights = {}
+        for a, b in pairs:
+            x_ab = self._compressed(data.marginal((a, b)), a, b, sizes, mapping, csize)
+            weights[(a, b)] = float(np.abs(x_ab - total * np.outer(p1[a], p1[b]).ravel()).sum())
+        tree = nx.Graph()
+        tree.add_nodes_from(attrs)
+        comp = {a: i for i, a in enumerate(attrs)}
+        n_steps = d - 1
+        step_rho = [rho2 / n_steps] * (n_steps - 1)
+        step_rho.append(rho2 - sum(step_rho, Fraction(0)))
+        selected: list[tuple[str, str]] = []
+        for step in range(n_steps):
+            cands = [p for p in pairs if comp[p[0]] != comp[p[1]]]
+            if not cands:  # remaining components cannot be joined (max_cells): budget unspent
+                break
+            scores = np.array([weights[p] for p in cands])
+            i = budget.exponential(scores, rho=step_rho[step], sensitivity=score_sensitivity,
+                                   label=f"tree edge {step + 1} of {n_steps}", source=SOURCE + " step 3")
+            a, b = cands[i]
+            selected.append((a, b))
+            old, new = comp[b], comp[a]
+            comp = {k: (new if v == old else v) for k, v in comp.items()}
+            progress(0.15 + 0.25 * (step + 1) / n_steps, f"selected {a} × {b}")
+
+        # 4. two-way marginals ------------------------------------------------------------------
+        meas2 = []
+        if selected:
+            exact2 = [data.marginal(p) for p in selected]
+            k = len(selected)
+            noisy2, sigma2 = budget.gaussian(
+                np.concatenate(exact2), rho=rho3, sensitivity=histogram_sensitivity * math.sqrt(k),
+                label=f"2-way marginals ({k} tree edges)", source=SOURCE + " step 4")
+            for (a, b), y in zip(selected, np.split(noisy2, np.cumsum([len(x) for x in exact2])[:-1])):
+                m = mbi.LinearMeasurement(y, (a, b), stddev=sigma2)
+                meas2.append(m.compress(mapping, full_domain) if (a in mapping or b in mapping) else m)
+
+        # 5. estimation --------------------------------------------------------------------------
+        progress(0.45, "estimating the graphical model")
+        done = {"i": 0}
+        n_cb = max(1, self.iters // 50)
+
+        def callback(_: object) -> None:
+            done["i"] += 1
+            progress(0.45 + 0.55 * min(done["i"] / n_cb, 1.0), "estimating the graphical model")
+
+        model = mbi.estimation.MirrorDescent().estimate(domain, meas1 + meas2, iters=self.iters,
+                                                        callback_fn=callback)
+        progress(1.0, "fitted")
+        return MSTModel(model, attrs, mapping, tuple(selected), float(model.total))
+
+    @staticmethod
+    def _compressed(x: np.ndarray, a: str, b: str, sizes: dict[str, int],
+                    mapping: dict[str, np.ndarray], csize: dict[str, int]) -> np.ndarray:
+        if a not in mapping and b not in mapping:
+            return x
+        ma = mapping.get(a, np.arange(sizes[a]))
+        mb = mapping.get(b, np.arange(sizes[b]))
+        idx = (ma[:, None] * csize[b] + mb[None, :]).ravel()
+        return np.bincount(idx, weights=x, minlength=csize[a] * csize[b])
+
+
+@dataclass
+class _IndependentAsMST:
+    """MST on a table with ≤ 1 attribute is its 1-way marginal (no tree to select)."""
+
+    inner: object
+    attributes: tuple[str, ...]
+
+    @property
+    def total(self) -> float:
+        return self.inner.total  # type: ignore[attr-defined]
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        return self.inner.sample(n, rng)  # type: ignore[attr-defined]
