@@ -432,12 +432,18 @@ class PrivacyUnit:
         entity: Protected entity table, or ``None`` for the row-level unit.
         caps: Degree cap per FK name (children per parent), public integers ≥ 1.
         accounting: ``"strict"`` (default; moved mass counts √2) or ``"paper"`` (§10.4).
+        truncate: How a cap is enforced on an FK whose parent is the entity: ``"children"``
+            (default: keep τ children per parent, chosen by a salted hash of their position) or
+            ``"parents"`` (the paper: remove parents over the cap with their dependants). Both
+            are stable there, because a neighbour removes a whole group; other capped FKs always
+            drop surplus children (not stable; reported).
         rationale: Why this unit and these caps (shown in reports).
     """
 
     entity: str | None = None
     caps: Mapping[str, int] = field(default_factory=dict)
     accounting: Literal["strict", "paper"] = "strict"
+    truncate: Literal["children", "parents"] = "children"
     rationale: str = ""
 
     def __post_init__(self) -> None:
@@ -448,9 +454,11 @@ class PrivacyUnit:
                                for k in bad])
         if self.accounting not in ("strict", "paper"):
             raise SchemaError([Problem("bad_unit", f"unknown accounting {self.accounting!r}")])
+        if self.truncate not in ("children", "parents"):
+            raise SchemaError([Problem("bad_unit", f"unknown truncation {self.truncate!r}")])
 
     def __hash__(self) -> int:  # caps is a dict; hash on its items
-        return hash((self.entity, tuple(sorted(self.caps.items())), self.accounting))
+        return hash((self.entity, tuple(sorted(self.caps.items())), self.accounting, self.truncate))
 
     @property
     def kind(self) -> str:
@@ -463,7 +471,7 @@ class PrivacyUnit:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"entity": self.entity, "caps": dict(self.caps),
-                             "accounting": self.accounting}
+                             "accounting": self.accounting, "truncate": self.truncate}
         if self.rationale:
             d["rationale"] = self.rationale
         return d
@@ -471,7 +479,8 @@ class PrivacyUnit:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PrivacyUnit:
         return cls(entity=d.get("entity"), caps=dict(d.get("caps", {})),
-                   accounting=d.get("accounting", "strict"), rationale=d.get("rationale", ""))
+                   accounting=d.get("accounting", "strict"), truncate=d.get("truncate", "children"),
+                   rationale=d.get("rationale", ""))
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,14 @@ a score 2, per-parent counts to a public parent √2 (one child moves), and a de
 FK with a private parent √2·(2τ_e + 1) (the changed row's own group and up to 2τ_e other groups
 each move one bin; triangle inequality over groups).
 
-Cap enforcement (:func:`enforce_caps`) makes the caps true before anything is measured: for an
-FK whose parent is the entity, parents over the cap are removed with their dependants, which is
-stable (spec/privlava.md §1.4); for other capped FKs the surplus children beyond ``τ`` are dropped
-in a data-independent order (a salted hash of the row position), which is not stable: the DP
-guarantee then holds for the truncated database, and the report says so.
+Cap enforcement (:func:`enforce_caps`) makes the caps true before anything is measured. For an
+FK whose parent is the entity, either the surplus children beyond ``τ`` are dropped (default;
+kept in a data-independent order, a salted hash of the row position) or the parents over the cap
+are removed with their dependants (the paper's rule, ``PrivacyUnit(truncate="parents")``). Both
+are stable (spec/privlava.md §1.4): a neighbour removes a whole group, so which children of the
+other groups survive does not change. For other capped FKs the surplus children are dropped the
+same way, which is not stable (a child beyond the cap can slide in when another is removed): the
+DP guarantee then holds for the truncated database, and the report says so.
 """
 
 from __future__ import annotations
@@ -228,7 +231,8 @@ def enforce_caps(db: Database, *, salt: int = 0x5EED) -> tuple[Database, CapRepo
         idx = db.parent_index(fk)
         deg = np.bincount(idx[idx >= 0], minlength=len(db[fk.parent]))
         over = deg > tau
-        if unit.entity is not None and fk.parent == unit.entity:
+        entity_parent = unit.entity is not None and fk.parent == unit.entity
+        if entity_parent and unit.truncate == "parents":
             removed = int(over.sum() + deg[over].sum())
             db = drop_rows(db, fk.parent, over) if over.any() else db
             rows.append({"fk": fk.name, "cap": tau, "action": "removed parents over the cap "
@@ -247,6 +251,6 @@ def enforce_caps(db: Database, *, salt: int = 0x5EED) -> tuple[Database, CapRepo
                 db = drop_rows(db, fk.child, ~keep)
             rows.append({"fk": fk.name, "cap": tau, "action": "dropped surplus children",
                          "parents_over_cap": int(over.sum()), "rows_removed": int((~keep).sum()),
-                         "stable": False})
+                         "stable": entity_parent})
     return db, CapReport(pd.DataFrame(rows, columns=["fk", "cap", "action", "parents_over_cap",
                                                      "rows_removed", "stable"]))
