@@ -127,8 +127,13 @@ class Database:
         pcols = list(fk.parent_columns)
         pkey = _key_frame(parent, pcols)
         ckey = _key_frame(child.rename(columns=dict(zip(fk.columns, pcols)))[pcols], pcols)
+        positions = np.arange(len(pkey))
+        if not pkey.is_unique:  # duplicate parent keys (reported elsewhere): first row wins
+            first = ~pkey.duplicated()
+            pkey, positions = pkey[first], positions[first]
         try:
             idx = pkey.get_indexer(ckey)
+            idx = np.where(idx >= 0, positions[np.maximum(idx, 0)], -1)
         except (TypeError, ValueError):  # mismatched key dtypes: nothing matches
             idx = np.full(len(child), -1)
         null = child[list(fk.columns)].isna().any(axis=1).to_numpy()
@@ -202,8 +207,7 @@ class Database:
                                fk.child, col, int(null_all.sum())))
         for cc, pc in zip(fk.columns, fk.parent_columns):
             ck, pk = child[cc].dropna(), parent[pc].dropna()
-            if len(ck) and len(pk) and (pd.api.types.is_numeric_dtype(ck) !=
-                                        pd.api.types.is_numeric_dtype(pk)):
+            if len(ck) and len(pk) and _is_numberlike(ck) != _is_numberlike(pk):
                 out.append(Problem("type_mismatch",
                                    f"FK column has type {ck.dtype} but {fk.parent}.{pc} has {pk.dtype}",
                                    fk.child, cc))
@@ -270,8 +274,8 @@ class Database:
             if how == "null":
                 child = child.copy()
                 for c in fk.columns:
-                    child[c] = child[c].astype(object).where(~orphan, None) if \
-                        child[c].dtype.kind in "iub" else child[c].where(~orphan)
+                    col = child[c].astype("Int64") if child[c].dtype.kind in "iu" else child[c]
+                    child[c] = col.mask(orphan)
                 tables[fk.child] = child
                 if not fk.nullable:
                     new_fk = ForeignKey(fk.child, fk.columns, fk.parent, fk.parent_columns,
@@ -455,6 +459,11 @@ class Database:
             parts.append("FOREIGN KEY (" + ", ".join(f'"{c}"' for c in fk.columns) + f') REFERENCES "{fk.parent}" ('
                          + ", ".join(f'"{c}"' for c in fk.parent_columns) + ")")
         return f'CREATE TABLE "{name}" (\n  ' + ",\n  ".join(parts) + "\n)"
+
+
+def _is_numberlike(s: pd.Series) -> bool:
+    return pd.api.types.infer_dtype(s, skipna=True) in (
+        "integer", "floating", "mixed-integer-float", "decimal", "boolean")
 
 
 def _key_problems(t: Table, df: pd.DataFrame) -> list[Problem]:

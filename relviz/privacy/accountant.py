@@ -292,6 +292,8 @@ class Accountant:
         self.unit = unit
         self.notes: list[str] = list(notes or [])
         self._entries: list[LedgerEntry] = []
+        self._spent = Fraction(0)  # running totals keep charge() O(1)
+        self._spent_by: dict[str, Fraction] = {}
         self._lock = threading.Lock()
         self._listeners: list[Callable[[LedgerEntry], None]] = []
 
@@ -311,8 +313,7 @@ class Accountant:
     def spent(self, component: str | None = None) -> Fraction:
         """Exact ρ spent (by one component when given)."""
         with self._lock:
-            return sum((e.rho for e in self._entries if component is None or e.component == component),
-                       Fraction(0))
+            return self._spent if component is None else self._spent_by.get(component, Fraction(0))
 
     def remaining(self, component: str | None = None) -> Fraction:
         """Exact ρ left (in a component's planned budget when given)."""
@@ -361,18 +362,20 @@ class Accountant:
         entry = LedgerEntry(label, component, module, mechanism, rho, float(sensitivity),
                             None if sigma is None else float(sigma), epsilon_em, int(count), source)
         with self._lock:
-            spent = sum((e.rho for e in self._entries), Fraction(0))
+            spent = self._spent
             if spent + rho > self.rho_total:
                 raise BudgetError(
                     f"{label}: ρ = {float(rho):.6g} would bring the run to {float(spent + rho):.6g} > "
                     f"budget {float(self.rho_total):.6g}; nothing was released")
+            c_spent = self._spent_by.get(component, Fraction(0))
             if component in self.budgets:
-                c_spent = sum((e.rho for e in self._entries if e.component == component), Fraction(0))
                 if c_spent + rho > self.budgets[component]:
                     raise BudgetError(
                         f"{label}: component {component!r} would spend {float(c_spent + rho):.6g} > its "
                         f"planned {float(self.budgets[component]):.6g}; nothing was released")
             self._entries.append(entry)
+            self._spent = spent + rho
+            self._spent_by[component] = c_spent + rho
         for listener in list(self._listeners):
             listener(entry)
         return entry

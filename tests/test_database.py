@@ -1,0 +1,158 @@
+"""Database loading, validation (every problem at once), repair and exports."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from relviz.database import Database
+from relviz.errors import DataError, SchemaError
+from relviz.schema import ForeignKey, Schema
+from tests.conftest import tiny_frames, tiny_schema
+
+
+def _inject(kind: str, schema: Schema, f: dict[str, pd.DataFrame]) -> Schema:
+    """Inject one defect of ``kind`` into ``f`` (in place); return the (possibly new) schema."""
+    if kind == "cycle":  # regions → persons closes regions → households → persons → regions
+        schema = Schema(schema.tables, schema.foreign_keys + (
+            ForeignKey("regions", ("pid_ref",), "persons", ("pid",)),), schema.privacy_unit)
+        f["regions"]["pid_ref"] = [1, 2, 3]
+    elif kind == "orphan":
+        f["persons"].loc[[0, 5], "hid"] = [999, 998]
+    elif kind == "duplicate_key":
+        f["persons"].loc[3, "pid"] = f["persons"].loc[4, "pid"]
+    elif kind == "null_foreign_key":
+        f["households"]["region"] = f["households"]["region"].astype(object)
+        f["households"].loc[[1, 2], "region"] = None
+    elif kind == "unknown_category":
+        f["persons"].loc[[2, 7, 9], "sex"] = ["X", "X", "unknown"]
+    elif kind == "out_of_bounds":
+        f["households"].loc[[0, 1], "income"] = [250.0, -3.0]
+    return schema
+
+
+def _broken(*kinds: str) -> tuple[Schema, dict[str, pd.DataFrame]]:
+    schema, f = tiny_schema(), {k: v.copy() for k, v in tiny_frames().items()}
+    for kind in kinds:
+        schema = _inject(kind, schema, f)
+    return schema, f
+
+
+KINDS = ["cycle", "orphan", "duplicate_key", "null_foreign_key", "unknown_category", "out_of_bounds"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_defect_is_reported(kind: str) -> None:
+    schema, frames = _broken(kind)
+    with pytest.raises(DataError) as e:
+        Database(schema, frames)
+    assert kind in e.value.kinds()
+
+
+def test_all_defects_in_one_error_with_counts_and_examples() -> None:
+    schema, f = _broken(*KINDS)
+    with pytest.raises(DataError) as e:
+        Database(schema, f)
+    kinds = e.value.kinds()
+    assert set(KINDS) <= kinds, kinds
+    by_kind = {p.kind: p for p in e.value.problems}
+    assert by_kind["orphan"].count == 2 and set(by_kind["orphan"].examples) == {999, 998}
+    assert by_kind["unknown_category"].count == 3
+    assert set(by_kind["unknown_category"].examples) == {"X", "unknown"}
+    assert by_kind["out_of_bounds"].count == 2
+    assert by_kind["null_foreign_key"].count == 2
+    text = str(e.value)
+    assert "persons.hid" in text and "cycle" in text
+
+
+def test_caller_frames_are_never_mutated(tiny_db: Database) -> None:
+    frames = tiny_frames()
+    before = {k: v.copy() for k, v in frames.items()}
+    db = Database(tiny_schema(), frames)
+    handed_out = db["persons"]
+    handed_out.loc[0, "sex"] = "M" if handed_out.loc[0, "sex"] == "F" else "F"
+    out = db.tables["persons"]
+    out["age"] = -1
+    for k in frames:
+        pd.testing.assert_frame_equal(frames[k], before[k])
+    pd.testing.assert_frame_equal(db["persons"], before["persons"])
+    fixed, _ = Database(*_broken("orphan"), validate=False).repair_orphans("drop")
+    assert len(fixed["persons"]) == len(before["persons"]) - 2
+
+
+def test_repair_orphans_null_marks_fk_nullable_and_reports() -> None:
+    db = Database(*_broken("orphan"), validate=False)
+    fixed, report = db.repair_orphans("null")
+    assert fixed.schema.foreign_key("persons.hid->households").nullable
+    assert report.rows.loc[0, "rows"] == 2 and "set to null" in str(report)
+    fixed.validate()
+    assert db.problems() and any(p.kind == "orphan" for p in db.problems())  # original untouched
+
+
+def test_repair_drop_cascades() -> None:
+    schema, f = tiny_schema(), tiny_frames()
+    f["households"].loc[0, "region"] = "ZZ"
+    db = Database(schema, f, validate=False)
+    fixed, report = db.repair_orphans("drop")
+    hid = f["households"].loc[0, "hid"]
+    assert hid not in set(fixed["households"]["hid"])
+    assert hid not in set(fixed["persons"]["hid"])  # children of the dropped row went too
+    fixed.validate()
+    assert report.rows.iloc[0]["action"] == "dropped"
+
+
+def test_degrees_and_parent_index(tiny_db: Database) -> None:
+    deg = tiny_db.degrees("persons.hid->households")
+    assert deg.sum() == len(tiny_db["persons"]) and deg.min() >= 1 and deg.max() <= 4
+    idx = tiny_db.parent_index("persons.hid->households")
+    assert (tiny_db["households"]["hid"].to_numpy()[idx] == tiny_db["persons"]["hid"].to_numpy()).all()
+
+
+def test_sqlite_roundtrip_with_constraints(tmp_path, tiny_db: Database) -> None:
+    path = tiny_db.to_sqlite(tmp_path / "db.sqlite")
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA foreign_key_check").fetchall() == []
+    ddl = con.execute("SELECT sql FROM sqlite_master WHERE name='persons'").fetchone()[0]
+    assert "PRIMARY KEY" in ddl and 'REFERENCES "households"' in ddl
+    con.close()
+    back = Database.from_sqlite(path, tiny_db.schema)
+    pd.testing.assert_frame_equal(back["persons"].astype({"age": "int64"}),
+                                  tiny_db["persons"][list(back["persons"].columns)],
+                                  check_dtype=False)
+    inferred = Database.from_sqlite(path)  # keys come from the DDL
+    assert {fk.parent for fk in inferred.schema.foreign_keys} == {"households", "regions"}
+    assert inferred.schema.table("persons").primary_key == ("pid",)
+
+
+def test_duckdb_and_csv_roundtrip(tmp_path, tiny_db: Database) -> None:
+    p = tiny_db.to_duckdb(tmp_path / "db.duckdb")
+    back = Database.from_duckdb(p)
+    assert back.row_counts() == tiny_db.row_counts()
+    assert {fk.name for fk in back.schema.foreign_keys} == {fk.name for fk in tiny_db.schema.foreign_keys}
+    tiny_db.to_csv_dir(tmp_path / "csv")
+    back = Database.from_csv_dir(tmp_path / "csv", tiny_db.schema)
+    assert back.row_counts() == tiny_db.row_counts()
+
+
+def test_unknown_columns_and_tables_are_problems(tiny_db: Database) -> None:
+    f = tiny_frames()
+    f["persons"]["extra"] = 1
+    f["ghost"] = pd.DataFrame({"a": [1]})
+    kinds = {p.kind for p in Database(tiny_schema(), f, validate=False).problems()}
+    assert {"undeclared_column", "undeclared_table"} <= kinds
+
+
+def test_cycle_in_schema_is_not_a_construction_error() -> None:
+    schema, _ = _broken("cycle")
+    assert any(p.kind == "cycle" for p in schema.problems())
+    with pytest.raises(SchemaError):
+        schema.topological_order()
+
+
+def test_row_counts_and_repr(tiny_db: Database) -> None:
+    assert tiny_db.row_counts()["regions"] == 3
+    assert "persons" in repr(tiny_db)
+    assert np.isfinite(list(tiny_db.row_counts().values())).all()
