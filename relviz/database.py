@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
@@ -399,11 +399,9 @@ class Database:
             for name in self._ordered():
                 con.execute(self._ddl(name, "sqlite"))
                 df = self._tables[name][list(self._schema.columns(name))]
-                df = _sqlite_ready(df)
                 cols = ", ".join(f'"{c}"' for c in df.columns)
                 marks = ", ".join("?" for _ in df.columns)
-                con.executemany(f'INSERT INTO "{name}" ({cols}) VALUES ({marks})',
-                                df.itertuples(index=False, name=None))
+                con.executemany(f'INSERT INTO "{name}" ({cols}) VALUES ({marks})', _sqlite_rows(df))
             con.commit()
         finally:
             con.close()
@@ -495,27 +493,25 @@ def _sql_type(s: pd.Series, dialect: str) -> str:
     return "TEXT" if dialect == "sqlite" else "VARCHAR"
 
 
-def _sqlite_ready(df: pd.DataFrame) -> pd.DataFrame:
-    out = {}
+def _sqlite_rows(df: pd.DataFrame):  # noqa: ANN202 - iterator of tuples
+    """Rows of ``df`` as tuples of Python values SQLite accepts (None for nulls), column-wise."""
+    cols = []
     for c in df.columns:
         s = df[c]
+        null = s.isna().to_numpy()
         if pd.api.types.is_datetime64_any_dtype(s):
-            vals = s.dt.strftime("%Y-%m-%d %H:%M:%S").astype(object)
+            vals = s.dt.strftime("%Y-%m-%d %H:%M:%S").to_numpy(dtype=object, na_value=None)
         elif pd.api.types.is_bool_dtype(s) or pd.api.types.is_integer_dtype(s):
-            vals = s.astype(object)
+            vals = s.to_numpy(dtype=object, na_value=None)
+            vals = np.where(null, None, s.fillna(0).to_numpy(dtype=np.int64).astype(object)) \
+                if null.any() else s.to_numpy(dtype=np.int64).tolist()
         elif pd.api.types.is_float_dtype(s):
-            vals = s.astype(object)
+            vals = s.to_numpy(dtype=float)
+            vals = np.where(null, None, vals.astype(object)) if null.any() else vals.tolist()
         else:
-            vals = s.astype(object)
-        out[c] = vals.where(s.notna(), None).map(_py)
-    return pd.DataFrame(out)
-
-
-def _py(v: Any) -> Any:
-    if v is None or v is pd.NA:
-        return None
-    item = getattr(v, "item", None)
-    return item() if callable(item) and not isinstance(v, str) else v
+            vals = s.to_numpy(dtype=object, na_value=None)
+        cols.append(vals.tolist() if isinstance(vals, np.ndarray) else vals)
+    return zip(*cols)
 
 
 def _drop_rows(schema: Schema, tables: dict[str, pd.DataFrame], table: str,

@@ -1,0 +1,255 @@
+"""The ``relviz`` command: the same engine as the Python API, headless.
+
+Commands:
+
+* ``relviz datasets`` — list the built-in databases.
+* ``relviz schema --dataset NAME`` / ``--data PATH`` — print a schema as JSON (a written one for
+  built-ins; an inferred proposal for a user's data, to edit and pass back with ``--schema``).
+* ``relviz validate --data PATH --schema schema.json`` — report every problem at once.
+* ``relviz synth (--dataset NAME | --data PATH --schema schema.json) --epsilon E --delta D
+  --out DIR`` — fit, sample and write: ``tables/*.parquet``, ``synthetic.sqlite`` (with
+  PRIMARY/FOREIGN KEY constraints), ``ledger.json``, ``plan.json``, ``schema.json``,
+  ``report.html`` (self-contained), and print a summary.
+
+``--data`` takes a folder of CSV files (one per table), a SQLite file (``.sqlite``, ``.db``) or a
+DuckDB file (``.duckdb``). Exit status: 0 on success, 2 on invalid input (every problem listed),
+130 when interrupted (the ledger written so far is true).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _load_data(args: argparse.Namespace):  # noqa: ANN202 - Database
+    from relviz import datasets
+    from relviz.database import Database
+    from relviz.schema import Schema
+
+    if args.dataset:
+        return datasets.load(args.dataset)
+    path = Path(args.data)
+    schema = Schema.from_json(args.schema) if getattr(args, "schema", None) else None
+    if schema is None and not getattr(args, "allow_inferred_schema", False) and args.command == "synth":
+        raise SystemExit("relviz synth: --data needs --schema schema.json (public domains). "
+                         "Get a starting point with `relviz schema --data PATH > schema.json`, review "
+                         "it, or pass --allow-inferred-schema to use domains read from the data "
+                         "(not differentially private).")
+    if path.is_dir():
+        return Database.from_csv_dir(path, schema, validate=False)
+    if path.suffix.lower() == ".duckdb":
+        return Database.from_duckdb(path, schema, validate=False)
+    if path.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
+        return Database.from_sqlite(path, schema, validate=False)
+    raise SystemExit(f"relviz: cannot read {path} (expected a CSV folder, .sqlite/.db or .duckdb)")
+
+
+def _cmd_datasets(args: argparse.Namespace) -> int:
+    from relviz import datasets
+
+    for name in datasets.available():
+        info = datasets.describe(name)
+        mark = " (default)" if name == datasets.DEFAULT else ""
+        print(f"{name}{mark}: {info.title}\n    source: {info.source}; licence: {info.licence}")
+    return 0
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    db = _load_data(args)
+    print(db.schema.to_json())
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    db = _load_data(args)
+    problems = db.problems()
+    if problems:
+        from relviz.errors import DataError
+
+        print(DataError(problems), file=sys.stderr)
+        return 2
+    for w in db.warnings():
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"valid: {db}")
+    return 0
+
+
+class _Bar:
+    """A tqdm progress bar per component, fed by ProgressEvent."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar = None
+        self.key: tuple[str, str] | None = None
+
+    def __call__(self, ev) -> None:  # noqa: ANN001 - ProgressEvent
+        if not self.enabled:
+            return
+        key = (ev.stage, ev.component)
+        if not sys.stderr.isatty():  # logs: one line per finished step, no carriage returns
+            if ev.fraction >= 1.0 and ev.component:
+                print(f"  {ev.stage} {ev.component}: {ev.message} ({ev.elapsed:.1f} s, "
+                      f"ρ spent {ev.rho_spent:.4g})", file=sys.stderr)
+            return
+        from tqdm import tqdm
+
+        if key != self.key:
+            if self.bar is not None:
+                self.bar.close()
+            label = f"{ev.stage} {ev.component}".strip()
+            self.bar = tqdm(total=100, desc=label[:48].ljust(48), unit="%", leave=False,
+                            bar_format="{desc} {bar} {n_fmt}% [{elapsed}] {postfix}")
+            self.key = key
+        self.bar.n = int(round(ev.fraction * 100))
+        self.bar.set_postfix_str(f"ρ={ev.rho_spent:.4g} {ev.message}"[:50], refresh=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _cmd_synth(args: argparse.Namespace) -> int:
+    from relviz.errors import RelvizError
+    from relviz.plan import Plan
+    from relviz.synthesizer import RelationalSynthesizer
+
+    t_start = time.perf_counter()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    db = _load_data(args)
+    if args.plan:
+        plan = Plan.from_json(args.plan).with_budget(epsilon=args.epsilon, delta=args.delta)
+    else:
+        plan = Plan.default(db.schema, args.epsilon, args.delta, mechanism=args.mechanism,
+                            method=args.method)
+    problems = db.problems(plan)
+    if problems:
+        from relviz.errors import DataError
+
+        print(DataError(problems), file=sys.stderr)
+        return 2
+    for w in db.warnings():
+        print(f"warning: {w}", file=sys.stderr)
+    bar = _Bar(not args.quiet)
+    synth = RelationalSynthesizer(plan, random_state=args.seed, progress=bar)
+    timings: dict[str, float] = {}
+    try:
+        t0 = time.perf_counter()
+        synth.fit(db)
+        timings["fit"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        syn = synth.sample(scale=args.scale)
+        timings["sample"] = time.perf_counter() - t0
+    except KeyboardInterrupt:
+        synth.cancel()
+        bar.close()
+        if hasattr(synth, "accountant_"):
+            synth.accountant_.to_json(out / "ledger.json")
+        print("interrupted: the ledger of what was spent is in ledger.json", file=sys.stderr)
+        return 130
+    except RelvizError as e:
+        bar.close()
+        if hasattr(synth, "accountant_"):
+            synth.accountant_.to_json(out / "ledger.json")
+        print(f"relviz synth failed: {e}", file=sys.stderr)
+        return 2
+    bar.close()
+    t0 = time.perf_counter()
+    syn.to_parquet(out / "tables")
+    syn.to_sqlite(out / "synthetic.sqlite")
+    synth.accountant_.to_json(out / "ledger.json")
+    plan.to_json(out / "plan.json")
+    db.schema.to_json(out / "schema.json")
+    timings["write"] = time.perf_counter() - t0
+    summary = None
+    if not args.no_report:
+        t0 = time.perf_counter()
+        summary = _report(db, syn, synth, out, args)
+        timings["report"] = time.perf_counter() - t0
+    timings["total"] = time.perf_counter() - t_start
+    _print_summary(db, syn, synth, summary, timings, out)
+    (out / "timings.json").write_text(json.dumps(timings, indent=2) + "\n")
+    return 0
+
+
+def _report(db, syn, synth, out: Path, args: argparse.Namespace):  # noqa: ANN001, ANN202
+    from relviz.evaluate import RelationalReport
+    from relviz.evaluate.html import write_report
+
+    report = RelationalReport().generate(db, syn)
+    extra = {"cap enforcement (curator view)": str(synth.cap_report_),
+             "sampling": "; ".join(synth.sample_report_) or "no rows dropped"}
+    write_report(out / "report.html", db, syn, ledger=synth.accountant_.to_dict(),
+                 title=f"relviz — {db.schema.name or 'database'} at ε = {args.epsilon:g}",
+                 extra=extra, report=report)
+    return report
+
+
+def _print_summary(db, syn, synth, report, timings: dict[str, float], out: Path) -> None:  # noqa: ANN001
+    acc = synth.accountant_
+    print(f"relviz synth: {db.schema.name or 'database'} → {out}")
+    print(f"  privacy: ρ spent {float(acc.spent()):.6g} of {float(acc.rho_total):.6g} "
+          f"(ε = {acc.epsilon_spent():.4g}, δ = {acc.delta:g}, {acc.conversion} conversion); "
+          f"unit: {acc.unit}")
+    print("  rows (real → synthetic):")
+    for t in db.schema.table_names:
+        tag = " (public, copied)" if db.schema.table(t).public else ""
+        print(f"    {t:<24} {len(db[t]):>10,} → {len(syn[t]):>10,}{tag}")
+    if report is not None:
+        print(report.summary(indent="  "))
+    print("  time: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
+    print("  wrote: tables/*.parquet, synthetic.sqlite, ledger.json, plan.json, schema.json"
+          + (", report.html" if report is not None else ""))
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="relviz", description="Differentially private synthetic "
+                                "relational databases.")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("datasets", help="list the built-in databases")
+
+    def source(sp: argparse.ArgumentParser, need_schema: bool = False) -> None:
+        g = sp.add_mutually_exclusive_group(required=True)
+        g.add_argument("--dataset", help="a built-in database (see `relviz datasets`)")
+        g.add_argument("--data", help="CSV folder, SQLite file or DuckDB file")
+        sp.add_argument("--schema", help="schema JSON (public domains, keys, privacy unit)")
+
+    s = sub.add_parser("schema", help="print a schema as JSON (inferred for --data)")
+    source(s)
+    v = sub.add_parser("validate", help="report every problem of a database")
+    source(v)
+    y = sub.add_parser("synth", help="fit, sample and write a synthetic database")
+    source(y)
+    y.add_argument("--epsilon", type=float, default=1.0, help="ε of the whole database (default 1)")
+    y.add_argument("--delta", type=float, default=1e-6, help="δ (default 1e-6)")
+    y.add_argument("--plan", help="plan JSON (shares and methods); ε/δ flags override its budget")
+    y.add_argument("--mechanism", default="mst", help="single-table mechanism (default mst)")
+    y.add_argument("--method", default="degree", help="relational method per FK (default degree)")
+    y.add_argument("--seed", type=int, default=None, help="seed (study/teaching only, not release)")
+    y.add_argument("--scale", type=float, default=1.0, help="row-count multiplier")
+    y.add_argument("--out", required=True, help="output folder")
+    y.add_argument("--no-report", action="store_true", help="skip report.html")
+    y.add_argument("--quiet", action="store_true", help="no progress bar")
+    y.add_argument("--allow-inferred-schema", action="store_true",
+                   help="synthesise --data without --schema (domains read from data: not DP)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``relviz`` command."""
+    args = _parser().parse_args(argv)
+    handlers = {"datasets": _cmd_datasets, "schema": _cmd_schema, "validate": _cmd_validate,
+                "synth": _cmd_synth}
+    return handlers[args.command](args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

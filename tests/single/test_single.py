@@ -1,0 +1,110 @@
+"""Single-table mechanisms: MST accuracy within a tolerance derived from its noise, accounting."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from relviz.database import Database
+from relviz.privacy.accountant import Accountant
+from relviz.privacy.budget import Budget
+from relviz.privacy.measure import Curator
+from relviz.progress import silent
+from relviz.schema import Attribute, PrivacyUnit, Schema, Table
+from relviz.single import available, get
+
+SIZES = [2, 5, 9, 16, 7, 4]
+
+
+def chain_table(n: int = 20_000, seed: int = 0, sizes: list[int] = SIZES) -> Database:
+    """spec/single-table-benchmark.md §5.5 recipe (fewer columns): a noisy Markov chain."""
+    rng = np.random.default_rng(seed)
+    cols = [rng.integers(0, sizes[0], n)]
+    for s in sizes[1:]:
+        x = (7 * cols[-1] + rng.integers(0, 3, n)) % s
+        cols.append(np.where(rng.random(n) < 0.4, rng.integers(0, s, n), x))
+    df = pd.DataFrame({f"a{i}": c for i, c in enumerate(cols)})
+    df.insert(0, "id", np.arange(n))
+    t = Table("t", ("id",), tuple(Attribute.categorical(f"a{i}", list(range(s))) for i, s in enumerate(sizes)))
+    return Database(Schema((t,), (), PrivacyUnit("t")), {"t": df})
+
+
+def tvd2(real: np.ndarray, syn: np.ndarray, sizes: list[int], pairs) -> np.ndarray:
+    out = []
+    for i, j in pairs:
+        a = np.bincount(real[:, i] * sizes[j] + real[:, j], minlength=sizes[i] * sizes[j]) / len(real)
+        b = np.bincount(syn[:, i] * sizes[j] + syn[:, j], minlength=sizes[i] * sizes[j]) / len(syn)
+        out.append(0.5 * np.abs(a - b).sum())
+    return np.array(out)
+
+
+@pytest.fixture(scope="module")
+def chain():
+    db = chain_table()
+    return db, Curator(db).table("t")
+
+
+def test_registry() -> None:
+    assert {"mst", "independent"} <= set(available())
+
+
+def test_mst_two_way_tvd_within_noise_derived_tolerance(chain) -> None:
+    db, pt = chain
+    rho = Fraction(1, 2)
+    acc = Accountant(rho, delta=1e-6)
+    model = get("mst").fit(pt, Budget(acc, "t", rho, np.random.default_rng(1)), histogram_sensitivity=1.0,
+                           score_sensitivity=1.0, progress=silent())
+    assert acc.spent() == rho  # exactly the table's budget
+    assert [e.mechanism for e in acc.ledger].count("exponential") == len(SIZES) - 1
+    n = pt._enc.n_rows
+    syn = model.sample(n, np.random.default_rng(2))
+    assert syn.shape == (n, len(SIZES)) and (syn < np.array(SIZES)).all()
+    real = pt._enc.codes
+    idx = {f"a{i}": i for i in range(len(SIZES))}
+    measured = [(idx[a], idx[b]) for a, b in model.cliques]
+    # Tolerance per measured pair with C cells: noise term E|N(0,σ2)|·C/(2n) = σ2·√(2/π)·C/(2n)
+    # plus the sampling term of n draws ½·√(2/π)·√(C/n); a factor 3 of slack for estimation.
+    sigma2 = [e.sigma for e in acc.ledger if e.label.startswith("2-way")][0]
+    cells = np.array([SIZES[i] * SIZES[j] for i, j in measured])
+    bound = 3 * (sigma2 * math.sqrt(2 / math.pi) * cells / (2 * n) + 0.5 * math.sqrt(2 / math.pi)
+                 * np.sqrt(cells / n))
+    got = tvd2(real, syn, SIZES, measured)
+    assert got.mean() <= bound.mean(), (got, bound)
+    # the chain is a tree: the selected tree is the chain and every pair stays close
+    assert set(model.cliques) == {(f"a{i}", f"a{i + 1}") for i in range(len(SIZES) - 1)} or \
+        tvd2(real, syn, SIZES, itertools.combinations(range(len(SIZES)), 2)).mean() < 0.05
+
+
+def test_independent_is_gaussian_only_and_spends_exactly(chain) -> None:
+    _, pt = chain
+    rho = Fraction(1, 10)
+    acc = Accountant(rho, delta=1e-6)
+    m = get("independent").fit(pt, Budget(acc, "t", rho, np.random.default_rng(0)),
+                               histogram_sensitivity=1.0, score_sensitivity=1.0, progress=silent())
+    assert acc.spent() == rho and all(e.mechanism == "gaussian" for e in acc.ledger)
+    assert abs(m.total - pt._enc.n_rows) < 5 * acc.ledger[0].sigma  # noisy total near n
+    s = m.sample(5000, np.random.default_rng(0))
+    assert s.shape == (5000, len(SIZES))
+
+
+def test_mst_compresses_large_sparse_domains() -> None:
+    rng = np.random.default_rng(0)
+    n = 5000
+    df = pd.DataFrame({"id": np.arange(n), "big": rng.choice([3, 50, 77, 90], n),
+                       "b": rng.integers(0, 3, n)})
+    t = Table("t", ("id",), (Attribute.categorical("big", list(range(200))),
+                             Attribute.categorical("b", [0, 1, 2])))
+    db = Database(Schema((t,), (), PrivacyUnit("t")), {"t": df})
+    acc = Accountant(1.0, delta=1e-6)
+    m = get("mst").fit(Curator(db).table("t"), Budget(acc, "t", Fraction(1), np.random.default_rng(0)),
+                       histogram_sensitivity=1.0, score_sensitivity=1.0, progress=silent())
+    assert "big" in m.mapping and m.mapping["big"].max() < 200
+    s = m.sample(4000, np.random.default_rng(3))
+    vals, counts = np.unique(s[:, 0], return_counts=True)
+    # the four real values carry (almost) all the mass after decompression
+    assert counts[np.isin(vals, [3, 50, 77, 90])].sum() / 4000 > 0.9
