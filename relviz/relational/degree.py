@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
@@ -33,6 +34,7 @@ from relviz.encoding import EncodedTable
 from relviz.errors import Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateForeignKey
+from relviz.privacy.mechanisms import gaussian_sigma
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
 from relviz.relational import register
@@ -129,6 +131,35 @@ class DegreeLinker:
             return [Problem("missing_cap", "the degree baseline needs a public degree cap τ for an FK "
                             "with a private parent", fk.child, ", ".join(fk.columns))]
         return []
+
+    def noise_scales(self, schema: Schema, fk: ForeignKey, rho: Fraction | float, *,
+                     multipliers: Multipliers) -> dict[str, float]:
+        """σ of the Gaussian release :meth:`fit` makes for ``fk`` with budget ``rho``.
+
+        Public computation (reads no data): the same sensitivity and ρ as ``fit``, so the value
+        equals the ``sigma`` of the ledger entry a fit records.
+
+        Args:
+            schema: The schema (public or private parent, caps).
+            fk: The foreign key.
+            rho: The FK's ρ (exact ``Fraction`` as in ``Plan.rho_of``; floats are converted).
+            multipliers: The privacy unit's multipliers (``relviz.privacy.sensitivity.multipliers``).
+
+        Returns:
+            ``{release label: σ}``: for a public parent, the children per parent row (one cell per
+            parent, plus the null count when nullable); for a private parent, the degree histogram
+            ``0…τ`` (one cell per degree, plus the null count when nullable).
+        """
+        rho = Fraction(rho)
+        if schema.table(fk.parent).public:
+            label = f"children per {fk.parent} row" + (" + null count" if fk.nullable else "")
+            return {label: gaussian_sigma(multipliers.parent_counts(fk.name), rho)}
+        tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
+        d_hist = multipliers.degree_histogram(fk.name)
+        if fk.nullable:
+            sens = math.hypot(d_hist, multipliers.table_histogram(fk.child))
+            return {f"degree histogram 0…{tau} + null count": gaussian_sigma(sens, rho)}
+        return {f"degree histogram 0…{tau}": gaussian_sigma(d_hist, rho)}
 
     def fit(self, rel: PrivateForeignKey, budget: Budget, *, schema: Schema,
             multipliers: Multipliers, progress: Reporter) -> DegreeLink:

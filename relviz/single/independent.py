@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
@@ -17,6 +18,7 @@ import numpy as np
 from relviz.errors import Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateTable
+from relviz.privacy.mechanisms import gaussian_sigma
 from relviz.progress import Reporter
 from relviz.schema import Table
 from relviz.single import register
@@ -59,6 +61,29 @@ class Independent:
         return [Problem("oversized_domain", f"{a.size:,} codes exceed this mechanism's limit "
                         f"{self.max_domain:,}", table.name, a.name)
                 for a in table.attributes if a.size > self.max_domain]
+
+    def noise_scales(self, table: Table, rho: Fraction | float, *, histogram_sensitivity: float,
+                     score_sensitivity: float = 2.0) -> dict[str, float]:
+        """σ of every Gaussian release :meth:`fit` makes on ``table`` with budget ``rho``.
+
+        Public computation (reads no data): the same sensitivities and ρ split as ``fit``, so the
+        values equal the ``sigma`` of the ledger entries a fit records.
+
+        Args:
+            table: The table (its attributes fix ``d``).
+            rho: The table's ρ (exact ``Fraction`` as in ``Plan.rho_of``; floats are converted).
+            histogram_sensitivity: The unit's histogram multiplier for the table.
+            score_sensitivity: Unused (no selection step); accepted for a uniform signature.
+
+        Returns:
+            ``{release label: σ}``; σ is per cell (count) of the released vector.
+        """
+        rho = Fraction(rho)
+        d = len(table.attributes)
+        if d == 0:
+            return {"row count": gaussian_sigma(histogram_sensitivity, rho)}
+        return {f"1-way marginals ({d} attributes)":
+                gaussian_sigma(histogram_sensitivity * math.sqrt(d), rho)}
 
     def fit(self, data: PrivateTable, budget: Budget, *, histogram_sensitivity: float,
             score_sensitivity: float, progress: Reporter) -> IndependentModel:

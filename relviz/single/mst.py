@@ -39,6 +39,7 @@ import numpy as np
 from relviz.errors import Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateTable
+from relviz.privacy.mechanisms import gaussian_sigma
 from relviz.progress import Reporter
 from relviz.schema import Table
 from relviz.single import register
@@ -142,6 +143,42 @@ class MST:
                         "marginals would not fit); coarsen the bins or the category list",
                         table.name, a.name)
                 for a in table.attributes if a.size > self.max_domain]
+
+    def noise_scales(self, table: Table, rho: Fraction | float, *, histogram_sensitivity: float,
+                     score_sensitivity: float) -> dict[str, float]:
+        """σ of every Gaussian release :meth:`fit` makes on ``table`` with budget ``rho``.
+
+        Public computation (reads no data): the same ρ thirds and sensitivities as ``fit``, so the
+        values equal the ``sigma`` of the ledger entries a fit records. The 2-way σ assumes that
+        all ``d − 1`` tree edges are selected (true unless ``max_cells`` keeps two components
+        apart, in which case ``fit`` measures fewer marginals with a smaller σ). The selection
+        steps (ρ/3 split over the ``d − 1`` steps) use the exponential mechanism, which adds no
+        Gaussian noise, so they have no entry here.
+
+        Args:
+            table: The table (its attributes fix ``d``).
+            rho: The table's ρ (exact ``Fraction`` as in ``Plan.rho_of``; floats are converted).
+            histogram_sensitivity: The unit's histogram multiplier for the table.
+            score_sensitivity: The unit's score multiplier (selection only; no σ depends on it).
+
+        Returns:
+            ``{release label: σ}`` in release order; σ is per cell of the released vector.
+        """
+        rho = Fraction(rho)
+        d = len(table.attributes)
+        if d <= 1:
+            from relviz.single.independent import Independent
+
+            return Independent().noise_scales(table, rho, histogram_sensitivity=histogram_sensitivity,
+                                              score_sensitivity=score_sensitivity)
+        rho1 = rho / 3
+        rho2 = rho / 3
+        rho3 = rho - rho1 - rho2
+        return {
+            f"1-way marginals ({d} attributes)": gaussian_sigma(histogram_sensitivity * math.sqrt(d), rho1),
+            f"2-way marginals ({d - 1} tree edges)":
+                gaussian_sigma(histogram_sensitivity * math.sqrt(d - 1), rho3),
+        }
 
     def fit(self, data: PrivateTable, budget: Budget, *, histogram_sensitivity: float,
             score_sensitivity: float, progress: Reporter) -> MSTModel:

@@ -1,0 +1,45 @@
+"""JupyterLab widgets of relviz: thin views over plain Python objects.
+
+* :class:`SchemaEditor` — the FK-DAG editor (an anywidget over :class:`~relviz.ui.state.SchemaDraft`);
+  ``editor.schema`` is the edited :class:`~relviz.schema.Schema`.
+* :class:`BudgetPanel` — the budget allocator (ipywidgets over
+  :class:`~relviz.ui.state.BudgetDraft`); ``panel.plan`` is the edited :class:`~relviz.plan.Plan`.
+
+The state objects in :mod:`relviz.ui.state` work without Jupyter; the widget classes are imported
+lazily, so ``import relviz.ui.state`` pulls in neither anywidget nor ipywidgets.
+
+>>> from relviz.ui import SchemaEditor, BudgetPanel        # doctest: +SKIP
+>>> editor = SchemaEditor(db); editor                      # doctest: +SKIP
+>>> panel = BudgetPanel(db); panel                         # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from relviz.ui.budget import BudgetPanel
+    from relviz.ui.schema_editor import SchemaEditor
+    from relviz.ui.state import BudgetDraft, EditResult, SchemaDraft
+
+__all__ = ["SchemaEditor", "BudgetPanel", "SchemaDraft", "BudgetDraft", "EditResult"]
+
+_WHERE = {
+    "SchemaEditor": "relviz.ui.schema_editor",
+    "BudgetPanel": "relviz.ui.budget",
+    "SchemaDraft": "relviz.ui.state",
+    "BudgetDraft": "relviz.ui.state",
+    "EditResult": "relviz.ui.state",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'relviz.ui' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,157 @@
+"""The FK-DAG schema editor: an anywidget over :class:`~relviz.ui.state.SchemaDraft`.
+
+Tables are drawn as cards (name, rows, primary key, attributes with kind and domain size, a
+public / private / entity badge) in a layered layout with parents above children; foreign keys are
+arrows from the child to the parent labelled with their columns; FKs proposed from the data are
+dashed. The user drags from a child table onto its parent and picks the child column(s); selects an
+arrow to set its degree cap τ (seeing the real degree distribution, labelled "curator view (not
+private)", and how many child rows each cap truncates), re-point it or delete it; selects a table
+to mark it public or protect it as the entity; accepts or rejects proposals. Problems are listed
+under the graph, all at once.
+
+Protocol (state only in traitlets tagged ``sync=True``; no custom messages): the front end sets
+``request`` (``{"op": ..., "seq": ...}``, see :meth:`SchemaDraft.apply`) and ``selected``; Python
+applies the request through the draft and answers with ``graph``, ``problems``, ``message``
+(``{"ok", "op", "message", "seq"}``) and, for a selected FK, ``detail`` (its degree view). A
+refused edit changes nothing and the graph is redrawn from Python's state. Python-side edits
+(``editor.schema = ...`` or the methods below) redraw the graph the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import anywidget
+import traitlets
+
+from relviz.database import Database
+from relviz.schema import Schema
+from relviz.ui._assets import asset
+from relviz.ui.state import EditResult, SchemaDraft, problem_dict
+
+__all__ = ["SchemaEditor"]
+
+
+class SchemaEditor(anywidget.AnyWidget):
+    """Edit a database's schema as a graph of tables and foreign keys.
+
+    Args:
+        source: A :class:`~relviz.database.Database` (row counts, type checks, orphans, degree
+            distributions and FK proposals come from its data) or a bare
+            :class:`~relviz.schema.Schema`.
+        propose: Offer the FKs :func:`~relviz.schema.propose_foreign_keys` finds in the data.
+        height: Height of the graph area in pixels.
+
+    Attributes:
+        schema: The edited :class:`~relviz.schema.Schema` (assign to replace it; observable).
+        draft: The plain-Python state (:class:`~relviz.ui.state.SchemaDraft`).
+
+    Example:
+        >>> editor = SchemaEditor(relviz.datasets.load("nycflights13"))  # doctest: +SKIP
+        >>> editor                                                        # doctest: +SKIP
+        >>> editor.schema.to_json()                                       # doctest: +SKIP
+    """
+
+    _esm = asset("schema_editor.js")
+    _css = asset("schema_editor.css")
+
+    graph = traitlets.Dict().tag(sync=True)
+    problems = traitlets.List().tag(sync=True)
+    message = traitlets.Dict().tag(sync=True)
+    request = traitlets.Dict().tag(sync=True)
+    selected = traitlets.Unicode("").tag(sync=True)
+    detail = traitlets.Dict().tag(sync=True)
+    height = traitlets.Int(520).tag(sync=True)
+
+    schema = traitlets.Instance(Schema)
+
+    def __init__(self, source: Database | Schema, *, propose: bool = True, height: int = 520,
+                 **kwargs: Any) -> None:
+        self.draft = SchemaDraft(source, propose=propose)
+        super().__init__(height=height, schema=self.draft.schema, **kwargs)
+        self._refresh(None)
+
+    # -- plain-Python access ------------------------------------------------------------------
+    @property
+    def database(self) -> Database | None:
+        """The data under the edited schema (not validated), or ``None`` for a bare schema."""
+        return self.draft.database
+
+    @property
+    def history(self) -> list[EditResult]:
+        return self.draft.history
+
+    # -- Python-side edits (each redraws the widget) -------------------------------------------
+    def add_foreign_key(self, child: str, columns: Sequence[str] | str, parent: str, **kw: Any) -> EditResult:
+        return self._refresh(self.draft.add_foreign_key(child, columns, parent, **kw))
+
+    def remove_foreign_key(self, name: str) -> EditResult:
+        return self._refresh(self.draft.remove_foreign_key(name))
+
+    def repoint_foreign_key(self, name: str, parent: str) -> EditResult:
+        return self._refresh(self.draft.repoint_foreign_key(name, parent))
+
+    def set_public(self, table: str, public: bool = True) -> EditResult:
+        return self._refresh(self.draft.set_public(table, public))
+
+    def set_entity(self, table: str | None) -> EditResult:
+        return self._refresh(self.draft.set_entity(table))
+
+    def set_cap(self, fk: str, cap: int | None) -> EditResult:
+        return self._refresh(self.draft.set_cap(fk, cap))
+
+    def accept_proposal(self, name: str) -> EditResult:
+        return self._refresh(self.draft.accept_proposal(name))
+
+    def reject_proposal(self, name: str) -> EditResult:
+        return self._refresh(self.draft.reject_proposal(name))
+
+    def repair_orphans(self, how: Literal["drop", "null"] = "null", fk: str | None = None) -> EditResult:
+        return self._refresh(self.draft.repair_orphans(how, fk))
+
+    # -- synchronisation -------------------------------------------------------------------------
+    def _refresh(self, result: EditResult | None, seq: Any = None) -> EditResult:
+        d = self.draft
+        with self.hold_sync():
+            if self.schema is not d.schema:
+                self.schema = d.schema
+            self.graph = d.graph()
+            self.problems = [problem_dict(p) for p in d.problems()]
+            self._refresh_detail()
+            if result is not None:
+                self.message = {**result.to_dict(), "seq": seq}
+        return result  # type: ignore[return-value]
+
+    def _refresh_detail(self) -> None:
+        sel = self.selected or ""
+        if sel.startswith("edge:"):
+            name = sel[len("edge:"):]
+            if name in {fk.name for fk in self.draft.schema.foreign_keys}:
+                self.detail = self.draft.degree_view(name)
+                return
+            self.selected = ""
+        elif sel.startswith("proposal:"):
+            if sel[len("proposal:"):] not in {p.fk.name for p in self.draft.proposals()}:
+                self.selected = ""
+        elif sel.startswith("node:") and sel[len("node:"):] not in self.draft.schema.table_names:
+            self.selected = ""
+        self.detail = {}
+
+    @traitlets.observe("request")
+    def _on_request(self, change: dict[str, Any]) -> None:
+        req = change["new"] or {}
+        if not req.get("op"):
+            return
+        self._refresh(self.draft.apply(req), req.get("seq"))
+
+    @traitlets.observe("selected")
+    def _on_selected(self, change: dict[str, Any]) -> None:
+        with self.hold_sync():
+            self._refresh_detail()
+
+    @traitlets.observe("schema")
+    def _on_schema(self, change: dict[str, Any]) -> None:
+        new = change["new"]
+        if new is not None and new is not self.draft.schema:
+            self._refresh(self.draft.set_schema(new))

@@ -1,0 +1,240 @@
+"""Harness for the browser tests: one headless JupyterLab per session, driven by Chromium.
+
+* ``lab``: starts ``jupyter lab`` from this interpreter on a free port with every Jupyter,
+  JupyterLab, IPython and XDG directory in a temporary folder (nothing is read from or written to
+  the home folder), no token, the news/update notification silenced through a user setting, and
+  ``window.jupyterapp`` exposed so a test can run JupyterLab commands. The test notebooks
+  (``tests/ui/notebooks``) are copied into the server's root.
+* ``page``: a fresh Chromium page (Debian's ``/usr/bin/chromium`` via Playwright; no browser
+  download) with helpers in :class:`Lab`: open a notebook, run all cells, run code in the
+  notebook's kernel and read what it prints, save a screenshot to ``tests/ui/screenshots``.
+
+Every test here is marked ``ui`` and skipped, with the reason, when Chromium, Playwright or
+JupyterLab is missing. Install them with ``apt-get install -y chromium`` and
+``pip install -e '.[test]'``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).parent
+NOTEBOOKS = HERE / "notebooks"
+SCREENSHOTS = HERE / "screenshots"
+CHROMIUM = os.environ.get("RELVIZ_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+
+__all__ = ["Lab"]
+
+
+def _missing() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)"
+    for mod, pip in (("playwright", "playwright"), ("jupyterlab", "jupyterlab"), ("ipykernel", "ipykernel")):
+        try:
+            __import__(mod)
+        except ImportError:
+            return f"{mod} is not installed (pip install {pip})"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = _missing()
+    for item in items:
+        if HERE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.ui)
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A running JupyterLab server: ``{"url", "root", "log"}``."""
+    base = tmp_path_factory.mktemp("jupyterlab")
+    root = base / "root"
+    shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    dirs = {name: base / name for name in ("config", "data", "runtime", "ipython", "xdg_config",
+                                           "xdg_cache", "settings", "workspaces", "home")}
+    for d in dirs.values():
+        d.mkdir()
+    note = dirs["settings"] / "@jupyterlab" / "apputils-extension"
+    note.mkdir(parents=True)
+    (note / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    env = {**os.environ,
+           "JUPYTER_CONFIG_DIR": str(dirs["config"]), "JUPYTER_DATA_DIR": str(dirs["data"]),
+           "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]), "IPYTHONDIR": str(dirs["ipython"]),
+           "XDG_CONFIG_HOME": str(dirs["xdg_config"]), "XDG_CACHE_HOME": str(dirs["xdg_cache"]),
+           "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
+           "JUPYTERLAB_WORKSPACES_DIR": str(dirs["workspaces"]),
+           "JUPYTER_PLATFORM_DIRS": "1", "PYTHONPATH": str(root),
+           "MPLBACKEND": "Agg", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    port = _free_port()
+    log = open(base / "jupyterlab.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", f"--port={port}",
+         "--ServerApp.ip=127.0.0.1", "--ServerApp.token=", "--ServerApp.password=",
+         "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={root}",
+         "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
+         f"--LabApp.user_settings_dir={dirs['settings']}",
+         f"--LabApp.workspaces_dir={dirs['workspaces']}"],
+        env=env, cwd=root, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/api/status", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            log.close()
+            pytest.fail("JupyterLab did not start:\n" + (base / "jupyterlab.log").read_text()[-3000:])
+        time.sleep(0.25)
+    try:
+        yield {"url": url, "root": root, "log": base / "jupyterlab.log"}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser(lab: dict[str, Any]) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class Lab:
+    """Helpers around one Playwright page showing JupyterLab."""
+
+    def __init__(self, page: Any, url: str) -> None:
+        self.page = page
+        self.url = url
+        self.timings: dict[str, float] = {}
+
+    def open(self, notebook: str) -> None:
+        """Open ``notebook`` (a file in the server root) in a fresh workspace; wait for an idle kernel."""
+        t0 = time.perf_counter()
+        self.page.goto(f"{self.url}/lab/tree/{notebook}?reset")
+        self.page.wait_for_selector(".jp-NotebookPanel .jp-Notebook", timeout=60_000)
+        self.page.wait_for_function(
+            """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                       const k = w && w.sessionContext && w.sessionContext.session &&
+                                 w.sessionContext.session.kernel;
+                       return !!k && k.connectionStatus === 'connected' && k.status === 'idle'; }""",
+            timeout=60_000)
+        self.page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # room for the widgets
+        self.timings["open"] = time.perf_counter() - t0
+
+    def run_all(self, wait_for: str | None = None, timeout: float = 120_000) -> None:
+        """Run every cell; wait until the kernel is idle again (and ``wait_for`` is visible)."""
+        t0 = time.perf_counter()
+        self.page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        self.page.wait_for_function(
+            """() => { const w = window.jupyterapp.shell.currentWidget;
+                       const cells = w.content.widgets.filter(c => c.model.type === 'code');
+                       return cells.length && cells.every(c => c.model.executionCount !== null) &&
+                              w.sessionContext.session.kernel.status === 'idle'; }""",
+            timeout=timeout)
+        if wait_for:
+            self.page.wait_for_selector(wait_for, timeout=timeout)
+        self.timings["run_all"] = time.perf_counter() - t0
+
+    def kernel(self, code: str, timeout: float = 60_000) -> str:
+        """Run ``code`` in the open notebook's kernel (no new cell); return what it printed.
+
+        Raises:
+            AssertionError: with the traceback when the code raises.
+        """
+        out = self.page.evaluate(
+            """async (code) => {
+                 const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+                 const f = k.requestExecute({ code, store_history: false, silent: false });
+                 let out = '', err = null;
+                 f.onIOPub = (m) => {
+                   const t = m.header.msg_type;
+                   if (t === 'stream') out += m.content.text;
+                   else if (t === 'execute_result') out += m.content.data['text/plain'] + '\\n';
+                   else if (t === 'error') err = m.content.ename + ': ' + m.content.evalue + '\\n' +
+                                                m.content.traceback.join('\\n');
+                 };
+                 await f.done;
+                 return { out, err };
+               }""", code)
+        assert out["err"] is None, out["err"]
+        return out["out"]
+
+    def screenshot(self, name: str, locator: Any | None = None) -> Path:
+        SCREENSHOTS.mkdir(exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        (locator or self.page).screenshot(path=str(path))
+        return path
+
+    def drag(self, source: Any, target: Any, steps: int = 25) -> None:
+        """Press the real mouse on ``source``'s centre, move onto ``target``'s centre, release.
+
+        The pointer rests on the target for a while and wiggles there, so that edgehandles'
+        snapping timer (15 Hz) and hover delay see it even on a loaded machine.
+        """
+        a, b = source.bounding_box(), target.bounding_box()
+        assert a and b, "element not visible"
+        ax, ay = a["x"] + a["width"] / 2, a["y"] + a["height"] / 2
+        bx, by = b["x"] + b["width"] / 2, b["y"] + b["height"] / 2
+        m = self.page.mouse
+        m.move(ax, ay)
+        self.page.wait_for_timeout(100)
+        m.down()
+        self.page.wait_for_timeout(100)
+        m.move(ax + 4, ay + 4, steps=4)
+        m.move(bx, by, steps=steps)
+        for dx in (3, -3, 2, -2, 0):
+            self.page.wait_for_timeout(150)
+            m.move(bx + dx, by + dx, steps=2)
+        self.page.wait_for_timeout(300)
+        m.up()
+
+
+@pytest.fixture()
+def page(browser: Any, lab: dict[str, Any]) -> Iterator[Lab]:
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1300}, device_scale_factor=1)
+    p = ctx.new_page()
+    p.set_default_timeout(30_000)
+    try:
+        yield Lab(p, lab["url"])
+    finally:
+        try:
+            p.evaluate("""() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                                 return w && w.sessionContext ? w.sessionContext.shutdown() : null; }""")
+        except Exception:  # noqa: BLE001 - best effort; the server is stopped at session end anyway
+            pass
+        ctx.close()

@@ -1,0 +1,100 @@
+"""BudgetPanel in real JupyterLab + headless Chromium: number box, slider drag, lock, rebalance.
+
+Each test asserts on ``panel.plan`` read back through the notebook's kernel (the sum of the shares
+must be exactly 1 as a Fraction) and saves a screenshot to ``tests/ui/screenshots``.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.ui
+
+NB = "budget_panel.ipynb"
+PANEL = ".relviz-bp"
+
+PLAN = ("import json\n"
+        "p = panel.plan\n"
+        "print(json.dumps({'total': str(p.total_share()), 'epsilon': p.epsilon,\n"
+        "                  'shares': {c.name: str(c.share) for c in p.components},\n"
+        "                  'locked': {c.name: c.locked for c in p.components},\n"
+        "                  'methods': {c.name: c.method for c in p.components}}))")
+
+
+def _plan(lab: Any) -> dict[str, Any]:
+    return json.loads(lab.kernel(PLAN))
+
+
+def _wait_message(lab: Any, text: str) -> None:
+    lab.page.locator(f"{PANEL} .relviz-bp-message", has_text=text).wait_for()
+
+
+def test_number_box_slider_lock_rebalance_keep_the_sum_exactly_one(page: Any) -> None:
+    page.open(NB)
+    page.run_all(wait_for=f"{PANEL} .relviz-bp-grid")
+    p = page.page
+    start = _plan(page)
+    names = list(start["shares"])
+    assert Fraction(start["total"]) == 1 and names[:3] == ["patients", "visits", "prescriptions"]
+    page.screenshot("budget_panel_initial", p.locator(PANEL))
+    info = p.locator(f"{PANEL} .relviz-bp-info-1").inner_text()
+    assert "σ =" in info and "curator view (not private)" in info
+
+    # 1. type a share into the number box of `visits`
+    box = p.locator(f"{PANEL} .relviz-bp-share-1 input")
+    box.fill("0.35")
+    box.press("Enter")
+    _wait_message(page, "visits: share 0.35")
+    after = _plan(page)
+    assert Fraction(after["shares"]["visits"]) == Fraction(7, 20)
+    assert Fraction(after["total"]) == 1
+    assert sum(Fraction(s) for s in after["shares"].values()) == 1
+    assert "Σ shares = 1" in p.locator(f"{PANEL} .relviz-bp-sum").inner_text()
+    # the slider of visits followed the number box
+    handle1 = p.locator(f"{PANEL} .relviz-bp-slider-1 .noUi-handle")
+    assert handle1.get_attribute("aria-valuetext") == "0.35"
+
+    # 2. lock `visits`, then drag the slider of `patients` with the real mouse
+    p.locator(f"{PANEL} .relviz-bp-lock-1 button, {PANEL} button.relviz-bp-lock-1").first.click()
+    _wait_message(page, "visits locked")
+    handle = p.locator(f"{PANEL} .relviz-bp-slider-0 .noUi-handle")
+    track = p.locator(f"{PANEL} .relviz-bp-slider-0 .noUi-base")
+    hb, tb = handle.bounding_box(), track.bounding_box()
+    assert hb and tb
+    p.mouse.move(hb["x"] + hb["width"] / 2, hb["y"] + hb["height"] / 2)
+    p.mouse.down()
+    p.mouse.move(tb["x"] + tb["width"] * 0.30, hb["y"] + hb["height"] / 2, steps=12)
+    p.mouse.up()
+    _wait_message(page, "patients: share")
+    dragged = _plan(page)
+    assert dragged["locked"]["visits"]
+    assert Fraction(dragged["shares"]["visits"]) == Fraction(7, 20)  # locked: kept
+    assert Fraction(dragged["shares"]["patients"]) != Fraction(after["shares"]["patients"])
+    assert abs(float(Fraction(dragged["shares"]["patients"])) - 0.30) < 0.03
+    assert Fraction(dragged["total"]) == 1
+    page.screenshot("budget_panel_after_edits", p.locator(PANEL))
+
+    # 3. rebalance: the unlocked shares split what `visits` leaves, exactly
+    p.locator(f"{PANEL} .relviz-bp-rebalance").click()
+    _wait_message(page, "rebalanced")
+    reb = _plan(page)
+    free = {n: Fraction(s) for n, s in reb["shares"].items() if not reb["locked"][n]}
+    assert set(free.values()) == {Fraction(13, 20) / len(free)}
+    assert Fraction(reb["total"]) == 1
+
+    # 4. a mechanism change from the drop-down updates the plan
+    p.locator(f"{PANEL} .relviz-bp-method-2 select").select_option(label="Independent marginals")
+    _wait_message(page, "prescriptions: Independent")
+    assert _plan(page)["methods"]["prescriptions"] == "independent"
+
+    # 5. ε above 5 warns in plain words
+    eps = p.locator(f"{PANEL} .relviz-bp-epsilon input")
+    eps.fill("8")
+    eps.press("Enter")
+    p.locator(f"{PANEL} .relviz-bp-warnings", has_text="above 5").wait_for()
+    assert _plan(page)["epsilon"] == 8.0
+    page.screenshot("budget_panel_warnings", p.locator(PANEL))
