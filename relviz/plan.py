@@ -2,7 +2,8 @@
 
 A :class:`Plan` holds the run's (ε, δ) (or a total ρ), one :class:`Component` per private table
 (a single-table mechanism) and per private foreign key (a relational method), each with a share
-of the total ρ. Shares are exact fractions that always add up to exactly 1, so the component
+of the total ρ. A link table with two foreign keys may instead be modelled as one many-to-many
+*relation* component (``Plan.with_relation``), which replaces its two FK components. Shares are exact fractions that always add up to exactly 1, so the component
 budgets add up to exactly the run's ρ (no float drift, ``shared/DESIGN.md`` §3). Locks and
 rebalancing follow DP Creator's budget table (``shared/UX.md`` §A.3): a locked share keeps its
 value, the unlocked ones absorb every change.
@@ -26,7 +27,14 @@ from relviz.errors import PlanError, Problem
 from relviz.privacy.accountant import epsilon_from_rho, rho_from_epsilon_delta
 from relviz.schema import Schema
 
-__all__ = ["Component", "Plan", "to_fraction"]
+__all__ = ["Component", "Plan", "to_fraction", "RELATION_SUFFIX", "relation_name"]
+
+RELATION_SUFFIX = " (m:n)"
+
+
+def relation_name(table: str) -> str:
+    """Plan component name of the many-to-many relation through link table ``table``."""
+    return table + RELATION_SUFFIX
 
 ConversionChoice = Literal["auto", "zcdp", "gdp", "closed_form"]
 
@@ -47,16 +55,19 @@ class Component:
     """One budgeted part of a plan.
 
     Attributes:
-        name: Table name (``kind="table"``) or FK name (``kind="edge"``).
-        kind: ``"table"`` or ``"edge"``.
-        method: Registered single-table mechanism (tables) or relational method (edges).
+        name: Table name (``kind="table"``), FK name (``kind="edge"``) or link-table name
+            (``kind="relation"``: the many-to-many relation between the two parents of the link
+            table).
+        kind: ``"table"``, ``"edge"`` or ``"relation"``.
+        method: Registered single-table mechanism (tables), relational method (edges) or
+            many-to-many method (relations).
         share: Exact share of the run's ρ, in (0, 1].
         locked: A locked share is kept by :meth:`Plan.with_share` and :meth:`Plan.rebalance`.
         params: Keyword hyper-parameters of the method.
     """
 
     name: str
-    kind: Literal["table", "edge"]
+    kind: Literal["table", "edge", "relation"]
     method: str
     share: Fraction
     locked: bool = False
@@ -68,6 +79,13 @@ class Component:
 
     def __hash__(self) -> int:
         return hash((self.name, self.kind, self.method, self.share, self.locked))
+
+    @property
+    def table(self) -> str:
+        """The table a component is about: itself, an FK's child, or a relation's link table."""
+        if self.kind == "relation":
+            return self.name[: -len(RELATION_SUFFIX)] if self.name.endswith(RELATION_SUFFIX) else self.name
+        return self.name
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "method": self.method,
@@ -147,6 +165,16 @@ class Plan:
     def edges(self) -> tuple[Component, ...]:
         return tuple(c for c in self.components if c.kind == "edge")
 
+    @property
+    def relations(self) -> tuple[Component, ...]:
+        return tuple(c for c in self.components if c.kind == "relation")
+
+    def component_of(self, name: str, kind: str) -> Component | None:
+        for c in self.components:
+            if c.name == name and c.kind == kind:
+                return c
+        return None
+
     def component(self, name: str) -> Component:
         for c in self.components:
             if c.name == name:
@@ -158,11 +186,13 @@ class Plan:
         if self.conversion != "auto":
             return self.conversion
         from relviz.relational import get_class as edge_class
+        from relviz.relational import get_relation_class as relation_class
         from relviz.single import get_class as table_class
 
         try:
             gaussian = all(table_class(c.method).gaussian_only for c in self.tables) and \
-                all(edge_class(c.method).gaussian_only for c in self.edges)
+                all(edge_class(c.method).gaussian_only for c in self.edges) and \
+                all(relation_class(c.method).gaussian_only for c in self.relations)
         except KeyError:
             return "zcdp"
         return "gdp" if gaussian and self.components else "zcdp"
@@ -250,6 +280,31 @@ class Plan:
         return self._replace_components([replace(c, method=method, params=params) if c.name == name
                                          else c for c in self.components])
 
+    def with_relation(self, schema: Schema, table: str, method: str = "biadjacency",
+                      **params: Any) -> Plan:
+        """Model link table ``table`` as one many-to-many relation between its two parents.
+
+        The components of its two foreign keys are replaced by one ``"relation"`` component
+        whose share is their sum (so the total stays exactly 1).
+
+        Raises:
+            PlanError: if ``table`` is not a private table with exactly two foreign keys.
+        """
+        fks = schema.fks_from(table) if table in schema.table_names else ()
+        if len(fks) != 2 or schema.table(table).public:
+            raise PlanError([Problem("bad_relation", "a many-to-many relation needs a private link "
+                                     "table with exactly two foreign keys", table)])
+        names = {fk.name for fk in fks}
+        share = sum((c.share for c in self.components if c.kind == "edge" and c.name in names),
+                    Fraction(0))
+        comps = [c for c in self.components if not (c.kind == "edge" and c.name in names)
+                 and not (c.kind == "relation" and c.table == table)]
+        if share == 0:
+            raise PlanError([Problem("bad_relation", "the link table's FKs have no budget to merge",
+                                     table)])
+        comps.append(Component(relation_name(table), "relation", method, share, params=params))
+        return self._replace_components(comps)
+
     def with_params(self, name: str, **params: Any) -> Plan:
         return self._replace_components([replace(c, params={**c.params, **params}) if c.name == name
                                          else c for c in self.components])
@@ -267,6 +322,7 @@ class Plan:
     def problems(self, schema: Schema) -> list[Problem]:
         """Everything inconsistent between this plan and ``schema`` (all at once)."""
         from relviz.relational import get_class as edge_class
+        from relviz.relational import get_relation_class as relation_class
         from relviz.single import get_class as table_class
 
         out: list[Problem] = []
@@ -294,6 +350,21 @@ class Plan:
                     out += mech(**c.params).problems(schema.table(c.name))
                 except (TypeError, ValueError) as e:
                     out.append(Problem("bad_parameter", f"{c.method}: {e}", c.name))
+            elif c.kind == "relation":
+                fks = schema.fks_from(c.table) if c.table in schema.table_names else ()
+                if len(fks) != 2 or schema.table(c.table).public:
+                    out.append(Problem("bad_relation", "a many-to-many relation needs a private link "
+                                       "table with exactly two foreign keys", c.table))
+                    continue
+                try:
+                    rel = relation_class(c.method)
+                except KeyError as e:
+                    out.append(Problem("unknown_method", str(e.args[0]), c.name))
+                    continue
+                try:
+                    out += rel(**c.params).problems(schema, fks[0], fks[1])
+                except (TypeError, ValueError) as e:
+                    out.append(Problem("bad_parameter", f"{c.method}: {e}", c.name))
             else:
                 if c.name not in {fk.name for fk in schema.foreign_keys}:
                     out.append(Problem("unknown_foreign_key", "plan names an unknown FK", c.name))
@@ -311,10 +382,16 @@ class Plan:
                     out += meth(**c.params).problems(schema, schema.foreign_key(c.name))
                 except (TypeError, ValueError) as e:
                     out.append(Problem("bad_parameter", f"{c.method}: {e}", c.name))
-        named = {c.name for c in self.components}
+        named = {c.name for c in self.components if c.kind != "relation"}
+        covered = {fk.name for c in self.relations if c.table in schema.table_names
+                   for fk in schema.fks_from(c.table)}
+        for c in self.edges:
+            if c.name in covered:
+                out.append(Problem("duplicate_component", "FK is modelled by a relation component "
+                                   "and by an edge component", column=c.name))
         for t in sorted(private - named):
             out.append(Problem("missing_component", "private table has no mechanism in the plan", t))
-        for e in sorted(edges - named):
+        for e in sorted(edges - named - covered):
             out.append(Problem("missing_component", "private FK has no relational method in the plan",
                                column=e))
         return out

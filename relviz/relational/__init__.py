@@ -5,10 +5,21 @@ A :class:`Linker` fits on a :class:`~relviz.privacy.measure.PrivateForeignKey` w
 :class:`FittedLink` that, given the synthetic child rows and the (synthetic or public) parent
 rows as codes, returns the parent row of every child (``-1`` for a null FK). Registered by name:
 ``relviz.relational.get("degree")``.
+
+A :class:`RelationMethod` models a many-to-many relation through a link table with two foreign
+keys (``Plan.with_relation``): it fits on a :class:`~relviz.privacy.measure.PrivateLink` and links
+by returning distinct pairs of parent rows. Registered separately:
+``relviz.relational.get_relation("biadjacency")``.
+
+Methods that need the synthetic tables while fitting (bi-adjacency adapts its private selection
+to the current synthetic relation) set ``needs_synthetic_tables = True``; the synthesizer then
+passes ``synthetic(table) -> EncodedTable``, the codes of the synthetic table that ``sample()``
+will return.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -16,12 +27,14 @@ import numpy as np
 from relviz.encoding import EncodedTable
 from relviz.errors import Problem
 from relviz.privacy.budget import Budget
-from relviz.privacy.measure import PrivateForeignKey
+from relviz.privacy.measure import PrivateForeignKey, PrivateLink
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
 from relviz.schema import ForeignKey, Schema
 
-__all__ = ["Linker", "FittedLink", "get", "get_class", "available", "register"]
+__all__ = ["Linker", "FittedLink", "RelationMethod", "FittedRelation", "get", "get_class",
+           "available", "register", "register_relation", "get_relation", "get_relation_class",
+           "available_relations"]
 
 
 class FittedLink(Protocol):
@@ -40,16 +53,67 @@ class Linker(Protocol):
     name: ClassVar[str]
     label: ClassVar[str]
     gaussian_only: ClassVar[bool]
+    needs_synthetic_tables: ClassVar[bool]
 
     def problems(self, schema: Schema, fk: ForeignKey) -> list[Problem]:
         ...
 
     def fit(self, rel: PrivateForeignKey, budget: Budget, *, schema: Schema,
-            multipliers: Multipliers, progress: Reporter) -> FittedLink:
+            multipliers: Multipliers, progress: Reporter,
+            synthetic: Callable[[str], EncodedTable] | None = None) -> FittedLink:
+        ...
+
+
+class FittedRelation(Protocol):
+    """A fitted many-to-many model."""
+
+    def link(self, table1: EncodedTable, table2: EncodedTable, rng: np.random.Generator,
+             progress: Reporter) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct pairs ``(rows of table 1, rows of table 2)``, each ``(m_syn,)`` int64."""
+        ...
+
+
+class RelationMethod(Protocol):
+    """A many-to-many method for a link table with two foreign keys."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    gaussian_only: ClassVar[bool]
+    needs_synthetic_tables: ClassVar[bool]
+
+    def problems(self, schema: Schema, fk1: ForeignKey, fk2: ForeignKey) -> list[Problem]:
+        ...
+
+    def fit(self, link: PrivateLink, budget: Budget, *, schema: Schema, multipliers: Multipliers,
+            progress: Reporter, synthetic: Callable[[str], EncodedTable] | None = None
+            ) -> FittedRelation:
         ...
 
 
 _REGISTRY: dict[str, type] = {}
+_RELATIONS: dict[str, type] = {}
+
+
+def register_relation(cls: type) -> type:
+    """Class decorator adding a many-to-many method to the relation registry."""
+    _RELATIONS[cls.name] = cls
+    return cls
+
+
+def get_relation_class(name: str) -> type:
+    _load()
+    if name not in _RELATIONS:
+        raise KeyError(f"unknown many-to-many method {name!r}; available: {', '.join(_RELATIONS)}")
+    return _RELATIONS[name]
+
+
+def get_relation(name: str, **params: Any) -> RelationMethod:
+    return get_relation_class(name)(**params)
+
+
+def available_relations() -> dict[str, str]:
+    _load()
+    return {k: v.label for k, v in _RELATIONS.items()}
 
 
 def register(cls: type) -> type:
@@ -75,7 +139,4 @@ def available() -> dict[str, str]:
 
 def _load() -> None:
     from relviz.relational import degree  # noqa: F401
-    try:
-        from relviz.relational.biadjacency import linker  # noqa: F401
-    except ImportError:
-        pass
+    from relviz.relational.biadjacency import linker  # noqa: F401

@@ -26,7 +26,7 @@ ROWS = {
     "nycflights13": {"airlines": 16, "airports": 1_458, "planes": 3_322, "flights": 336_776},
     "movielens": {"movies": 9_066, "users": 671, "ratings": 100_004},
     "schools": {"schools": 65, "students": 4_059},
-    "baseball": {"people": 20_093, "schools": 1_207, "college_playing": 17_340,
+    "baseball": {"people": 20_093, "schools": 1_207, "college_playing": 7_545,
                  "salaries": 26_428},
 }
 
@@ -188,18 +188,19 @@ def test_baseball_orphans_and_caps() -> None:
     db = datasets.load("baseball")
     repairs = datasets.describe("baseball").repairs
     assert len(repairs) == 1
-    assert repairs[0].startswith("college_playing.schoolID->schools: dropped 10 row(s)")
+    assert repairs[0].startswith("college_playing.schoolID->schools: dropped 5 row(s)")
     assert "4 distinct" in repairs[0]
     cp = db["college_playing"]
-    assert not cp.duplicated(["playerID", "schoolID", "yearID"]).any()
+    assert not cp.duplicated(["playerID", "schoolID"]).any()  # one row per pair: the M:N edges
+    assert cp["seasons"].sum() == 17_340  # every season row (10 orphan rows dropped) is in its pair
     assert not db["salaries"].duplicated(["yearID", "teamID", "playerID"]).any()
     assert int(db["people"]["birthCountry"].eq("other").sum()) == 401
     capped, report = enforce_caps(db)
     assert capped.row_counts() == {"people": 20_093, "schools": 1_207,
-                                   "college_playing": 17_244, "salaries": 26_428}
+                                   "college_playing": 7_545, "salaries": 26_428}
     rows = report.rows.set_index("fk")
     assert rows.loc["college_playing.playerID->people", "cap"] == 4
-    assert rows.loc["college_playing.playerID->people", "parents_over_cap"] == 65
-    assert rows.loc["college_playing.playerID->people", "rows_removed"] == 96
+    assert rows.loc["college_playing.playerID->people", "parents_over_cap"] == 0
+    assert rows.loc["college_playing.playerID->people", "rows_removed"] == 0
     assert rows.loc["salaries.playerID->people", "rows_removed"] == 0
     assert report.stable

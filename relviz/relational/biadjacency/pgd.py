@@ -276,8 +276,12 @@ def pgd_mn(
         x = x0t.to(device=op.device, dtype=torch.float64).reshape(s1, s2)
         x = project_capped_simplex(x, m_s, upper)  # no-op (up to rounding) for a feasible warm start
 
+    last_root: list[float] = []
+
     def project(v: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
-        return project_capped_simplex(v, m_s, upper)
+        # warm-start Newton at the previous step's root (same projection, fewer S evaluations)
+        return project_capped_simplex(v, m_s, upper, y0=last_root[0] if last_root else None,
+                                      root=last_root)
 
     sigma_sq = op.sigma_max_sq(rng, power_max_iter, power_rtol, safety) if sigma_max_sq is None else sigma_max_sq
     res = _run_pgd(op, target, m_s, x, project, iters, sigma_sq, early_stop)

@@ -495,10 +495,20 @@ class SliceOperator:
             ``(n_queries,)`` tensor (operator dtype and device).
         """
         xm = self._as_matrix(x)
+        xt = None
         out = torch.empty(self.n_queries, dtype=self.dtype, device=self.device)
+        kw = {"dtype": self.dtype, "device": self.device}
         for w, (a, b, c1, c2) in enumerate(zip(self.a, self.b, self.c1s, self.c2s, strict=True)):
-            rows = torch.zeros(c1, self.s2, dtype=self.dtype, device=self.device).index_add_(0, a, xm)
-            cells = torch.zeros(c1, c2, dtype=self.dtype, device=self.device).index_add_(1, b, rows)
+            # Reduce the slice's larger side first (smaller intermediate); both scatters run along
+            # the contiguous dimension 0 (index_add_ along dim 1 is slow on CPU for wide outputs).
+            if c1 * self.s2 <= self.s1 * c2:
+                rows = torch.zeros(c1, self.s2, **kw).index_add_(0, a, xm)          # C1 × s2
+                cells = torch.zeros(c2, c1, **kw).index_add_(0, b, rows.t().contiguous()).t()
+            else:
+                if xt is None:
+                    xt = xm.t().contiguous()
+                cols = torch.zeros(c2, self.s1, **kw).index_add_(0, b, xt)          # C2 × s1
+                cells = torch.zeros(c1, c2, **kw).index_add_(0, a, cols.t().contiguous())
             out[self.offsets[w] : self.offsets[w + 1]] = cells.reshape(-1)
         return out
 
@@ -517,7 +527,11 @@ class SliceOperator:
         out = torch.zeros(self.s1, self.s2, dtype=self.dtype, device=self.device)
         for w, (a, b, c1, c2) in enumerate(zip(self.a, self.b, self.c1s, self.c2s, strict=True)):
             rw = rt[self.offsets[w] : self.offsets[w + 1]].reshape(c1, c2)
-            out += rw.index_select(0, a).index_select(1, b)
+            # gather the side that shrinks the intermediate first: s1 × C2 or C1 × s2
+            if self.s1 * c2 <= c1 * self.s2:
+                out += rw.index_select(0, a).index_select(1, b)
+            else:
+                out += rw.index_select(1, b).index_select(0, a)
         return out
 
     def normal(self, x: np.ndarray | torch.Tensor) -> torch.Tensor:
