@@ -9,15 +9,20 @@ a ledger of every noisy release and a comparison report.
 >>> plan = relviz.Plan.default(db.schema, epsilon=1.0, delta=1e-6)      # doctest: +SKIP
 >>> synth = relviz.RelationalSynthesizer(plan, random_state=0).fit(db)  # doctest: +SKIP
 >>> fake = synth.sample()                                               # doctest: +SKIP
+>>> relviz.Studio(db)            # the JupyterLab app: schema → budget → run → compare  # doctest: +SKIP
 
 Modules: ``schema`` (attributes, tables, foreign keys, the privacy unit), ``database``
 (loading, validation, exports), ``privacy`` (accountant, mechanisms, sensitivities), ``plan``
 (budget shares and methods), ``single`` (single-table mechanisms), ``relational`` (relational
-methods), ``synthesizer``, ``evaluate`` and ``plots`` (comparisons), ``datasets`` (built-in
-real data), ``ui`` (JupyterLab widgets), ``cli`` (the ``relviz`` command).
+methods), ``synthesizer``, ``run`` (a synthesis in a background thread), ``evaluate``, ``plots`` and
+``comparison`` (comparisons), ``datasets`` (built-in real data), ``ui`` (JupyterLab widgets; ``relviz.Studio``
+is imported from there on first use, so ``import relviz`` does not import ipywidgets), ``cli`` (the
+``relviz`` command).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from relviz import datasets
 from relviz.database import Database
@@ -35,6 +40,9 @@ from relviz.privacy.accountant import Accountant
 from relviz.progress import ProgressEvent
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table, infer_schema
 from relviz.synthesizer import RelationalSynthesizer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from relviz.ui.studio import Studio
 
 __version__ = "0.1.0"
 
@@ -56,7 +64,17 @@ __all__ = [
     "RelvizError",
     "Schema",
     "SchemaError",
+    "Studio",
     "Table",
     "datasets",
     "infer_schema",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``relviz.Studio`` is imported lazily (it needs ipywidgets and anywidget)."""
+    if name == "Studio":
+        from relviz.ui.studio import Studio
+
+        return Studio
+    raise AttributeError(f"module 'relviz' has no attribute {name!r}")

@@ -4,6 +4,11 @@
   ``editor.schema`` is the edited :class:`~relviz.schema.Schema`.
 * :class:`BudgetPanel` — the budget allocator (ipywidgets over
   :class:`~relviz.ui.state.BudgetDraft`); ``panel.plan`` is the edited :class:`~relviz.plan.Plan`.
+* :class:`RunPanel` — launch, watch and cancel a synthesis (ipywidgets over :class:`~relviz.run.Run`);
+  ``panel.run.result`` is the synthetic database, ``panel.run.ledger`` the ledger.
+* :class:`ComparePanel` — tabs of plotly figures over :class:`~relviz.comparison.Comparison`
+  (curator view, not private).
+* :class:`Studio` — the four chained in one tabbed app: schema → budget → run → compare.
 
 The state objects in :mod:`relviz.ui.state` work without Jupyter; the widget classes are imported
 lazily, so ``import relviz.ui.state`` pulls in neither anywidget nor ipywidgets.
@@ -11,6 +16,7 @@ lazily, so ``import relviz.ui.state`` pulls in neither anywidget nor ipywidgets.
 >>> from relviz.ui import SchemaEditor, BudgetPanel        # doctest: +SKIP
 >>> editor = SchemaEditor(db); editor                      # doctest: +SKIP
 >>> panel = BudgetPanel(db); panel                         # doctest: +SKIP
+>>> Studio(db)                                             # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -19,14 +25,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from relviz.ui.budget import BudgetPanel
+    from relviz.ui.compare import ComparePanel
+    from relviz.ui.run_panel import RunPanel
     from relviz.ui.schema_editor import SchemaEditor
     from relviz.ui.state import BudgetDraft, EditResult, SchemaDraft
+    from relviz.ui.studio import Studio
 
-__all__ = ["SchemaEditor", "BudgetPanel", "SchemaDraft", "BudgetDraft", "EditResult"]
+__all__ = ["SchemaEditor", "BudgetPanel", "RunPanel", "ComparePanel", "Studio", "SchemaDraft", "BudgetDraft",
+           "EditResult"]
 
 _WHERE = {
     "SchemaEditor": "relviz.ui.schema_editor",
     "BudgetPanel": "relviz.ui.budget",
+    "RunPanel": "relviz.ui.run_panel",
+    "ComparePanel": "relviz.ui.compare",
+    "Studio": "relviz.ui.studio",
     "SchemaDraft": "relviz.ui.state",
     "BudgetDraft": "relviz.ui.state",
     "EditResult": "relviz.ui.state",

