@@ -78,6 +78,19 @@ def _real_edges(capped, rel):  # noqa: ANN001, ANN202
     return fk1.parent, fk2.parent, pairs[:, 0], pairs[:, 1]
 
 
+def _method(spec: str) -> tuple[str, dict]:
+    """``name`` or ``name:key=value:key=value`` → (name, hyper-parameters)."""
+    from relviz.relational.biadjacency.algorithm import Settings
+
+    name, *items = spec.split(":")
+    params: dict = {}
+    for item in items:
+        key, value = item.split("=")
+        default = getattr(Settings(), key, value)
+        params[key] = value if isinstance(default, str) else type(default)(value)
+    return name, params
+
+
 def _run(method: str, eps_rel: float, seed: int, capped, synth, rel):  # noqa: ANN001, ANN202
     from relviz.privacy.accountant import Accountant, rho_closed_form
     from relviz.privacy.budget import Budget
@@ -90,6 +103,7 @@ def _run(method: str, eps_rel: float, seed: int, capped, synth, rel):  # noqa: A
     rho = Fraction(rho_closed_form(eps_rel, 1e-5))
     acc = Accountant(rho, delta=1e-5, conversion="closed_form")
     rng = np.random.default_rng([seed, int(eps_rel * 1000), len(method)])
+    method, params = _method(method)
     cur = Curator(capped)
     t0 = time.perf_counter()
     info: dict = {}
@@ -99,7 +113,7 @@ def _run(method: str, eps_rel: float, seed: int, capped, synth, rel):  # noqa: A
         if method == "random":
             idx = rng.integers(0, parent.n_rows, child.n_rows)
         else:
-            linker = get(method)
+            linker = get(method, **params)
             fitted = linker.fit(cur.foreign_key(fk), Budget(acc, fk.name, rho, rng), schema=s,
                                 multipliers=synth.multipliers_, progress=silent(),
                                 synthetic=synth._fit_synthetic)
@@ -127,7 +141,7 @@ def _run(method: str, eps_rel: float, seed: int, capped, synth, rel):  # noqa: A
             pairs = np.unique(np.stack(idx, 1), axis=0)
             e1, e2 = pairs[:, 0], pairs[:, 1]
         else:
-            fitted = get_relation(method).fit(link, Budget(acc, rel["table"], rho, rng), schema=s,
+            fitted = get_relation(method, **params).fit(link, Budget(acc, rel["table"], rho, rng), schema=s,
                                               multipliers=synth.multipliers_, progress=silent(),
                                               synthetic=synth._fit_synthetic)
             e1, e2 = fitted.link(t1, t2, rng, silent())
@@ -162,8 +176,8 @@ def _pgd_iteration_seconds() -> float:
 
 
 def main() -> None:
-    from relviz.evaluate import cross_table_error_codes
     from relviz.encoding import encode_table
+    from relviz.evaluate import cross_table_error_codes
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="baseball,movielens,nycflights13")
@@ -211,7 +225,7 @@ def _table(results: list[dict], eps_list: list[float]) -> None:
         print(f"  {'ε_rel':>6}  {'bi-adjacency':>17}  {'degree':>17}  {'random (T=0)':>17}  {'bi-adj. s':>9}")
         rnd = [r for r in results if r["dataset"] == name and r["method"] == "random"]
         for eps in eps_list:
-            def cell(method: str) -> str:
+            def cell(method: str, name: str = name, eps: float = eps) -> str:
                 rs = [r for r in results if r["dataset"] == name and r["method"] == method
                       and (r["eps_rel"] == eps or method == "random")]
                 if not rs:

@@ -130,6 +130,11 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     else:
         plan = Plan.default(db.schema, args.epsilon, args.delta, mechanism=args.mechanism,
                             method=args.method)
+        for line in plan.substitutions(db.schema, args.method):
+            print(f"note: {line}", file=sys.stderr)
+    for table in args.relation or ():
+        plan = plan.with_relation(db.schema, table, args.method if args.method != "degree"
+                                  else "biadjacency")
     problems = db.problems(plan)
     if problems:
         from relviz.errors import DataError
@@ -232,7 +237,11 @@ def _parser() -> argparse.ArgumentParser:
     y.add_argument("--delta", type=float, default=1e-6, help="δ (default 1e-6)")
     y.add_argument("--plan", help="plan JSON (shares and methods); ε/δ flags override its budget")
     y.add_argument("--mechanism", default="mst", help="single-table mechanism (default mst)")
-    y.add_argument("--method", default="degree", help="relational method per FK (default degree)")
+    y.add_argument("--method", default="degree",
+                   help="relational method per FK: degree (default) or biadjacency")
+    y.add_argument("--relation", action="append", metavar="TABLE",
+                   help="model link TABLE (two FKs) as one many-to-many relation (bi-adjacency); "
+                        "repeatable")
     y.add_argument("--seed", type=int, default=None, help="seed (study/teaching only, not release)")
     y.add_argument("--scale", type=float, default=1.0, help="row-count multiplier")
     y.add_argument("--out", required=True, help="output folder")

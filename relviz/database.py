@@ -52,9 +52,10 @@ class RepairReport:
 
 
 def _key_frame(df: pd.DataFrame, cols: Sequence[str]) -> pd.Index:
+    """The key columns ``cols`` of ``df`` as an index (a MultiIndex for composite keys)."""
     if len(cols) == 1:
         return pd.Index(df[cols[0]])
-    return pd.MultiIndex.from_frame(df[list(cols)])
+    return pd.MultiIndex.from_arrays([df[c] for c in cols])
 
 
 class Database:
@@ -126,7 +127,7 @@ class Database:
         child, parent = self._tables[fk.child], self._tables[fk.parent]
         pcols = list(fk.parent_columns)
         pkey = _key_frame(parent, pcols)
-        ckey = _key_frame(child.rename(columns=dict(zip(fk.columns, pcols)))[pcols], pcols)
+        ckey = _key_frame(child, list(fk.columns))  # no renaming: a self-referencing child has both
         positions = np.arange(len(pkey))
         if not pkey.is_unique:  # duplicate parent keys (reported elsewhere): first row wins
             first = ~pkey.duplicated()
@@ -530,8 +531,7 @@ def _drop_rows(schema: Schema, tables: dict[str, pd.DataFrame], table: str,
             if child is None or not all(c in removed.columns for c in fk.parent_columns):
                 continue
             gone = _key_frame(removed, list(fk.parent_columns))
-            ckey = _key_frame(child.rename(columns=dict(zip(fk.columns, fk.parent_columns))),
-                              list(fk.parent_columns))
+            ckey = _key_frame(child, list(fk.columns))
             hit = np.asarray(ckey.isin(gone), dtype=bool)
             pending.append((fk.child, hit))
     return tables

@@ -143,18 +143,50 @@ class Plan:
         method: str = "degree",
         relational_share: Fraction | float = Fraction(1, 3),
         conversion: ConversionChoice = "auto",
+        fallback: str | None = "degree",
     ) -> Plan:
         """Tables share ``1 − relational_share`` equally, private FKs share the rest equally.
 
         (spec/single-table-benchmark.md §5.3: equal ρ per table after the relationship share is
         set aside; with no private FK the tables get everything.)
+
+        Args:
+            fallback: Method for an FK that ``method`` cannot handle (e.g. bi-adjacency on an FK
+                whose parent has no attribute: no cross-table workload). The substitution is
+                listed by :meth:`substitutions`; ``None`` keeps ``method`` (``problems`` then
+                reports the FK).
         """
+        from relviz.relational import get as get_edge_method
+
         tables = list(schema.private_tables)
-        edges = [fk.name for fk in schema.private_foreign_keys]
+        edges = list(schema.private_foreign_keys)
         rel = to_fraction(relational_share) if edges and tables else (Fraction(1) if edges else Fraction(0))
         comps = [Component(t, "table", mechanism, (1 - rel) / len(tables)) for t in tables]
-        comps += [Component(e, "edge", method, rel / len(edges)) for e in edges]
+        for fk in edges:
+            chosen = method
+            if fallback is not None and fallback != method:
+                try:
+                    if get_edge_method(method).problems(schema, fk):
+                        chosen = fallback
+                except KeyError:
+                    pass
+            comps.append(Component(fk.name, "edge", chosen, rel / len(edges)))
         return cls(float(epsilon), float(delta), tuple(comps), conversion)
+
+    def substitutions(self, schema: Schema, method: str) -> list[str]:
+        """Plain-words lines for the edges whose method is not ``method`` (and why)."""
+        from relviz.relational import get as get_edge_method
+
+        out = []
+        for c in self.edges:
+            if c.method != method:
+                try:
+                    why = "; ".join(p.message for p in get_edge_method(method).problems(
+                        schema, schema.foreign_key(c.name)))
+                except KeyError:
+                    why = f"unknown method {method!r}"
+                out.append(f"{c.name}: {c.method} instead of {method} ({why})")
+        return out
 
     # -- queries -----------------------------------------------------------------------------
     @property

@@ -26,7 +26,7 @@ import pandas as pd
 from relviz.database import Database
 from relviz.evaluate._common import Progress, PropertyResult, nanmean, report_progress
 from relviz.evaluate.correlation import associations, intertable_trends
-from relviz.evaluate.crosstable import CrossTableError, cross_table_errors
+from relviz.evaluate.crosstable import CrossTableError, cross_table_errors, link_table_error
 from relviz.evaluate.degree import DegreeComparison, cardinality, compare_degrees, degree_stats
 from relviz.evaluate.marginals import (
     column_pair_trends,
@@ -244,6 +244,7 @@ class RelationalReport:
         self.cross_table: dict[str, CrossTableError] = {}
         self.one_way: pd.DataFrame | None = None
         self.two_way: pd.DataFrame | None = None
+        self.relations: dict[str, CrossTableError] = {}
         self.timings: dict[str, float] = {}
         self.errors: dict[str, str] = {}
 
@@ -326,6 +327,13 @@ class RelationalReport:
                          f"{self.k}-way Max Error (%)": math.nan if e is None else e.maximum_pct,
                          "Note": note})
         self.foreign_keys = pd.DataFrame(rows)
+
+        def links() -> dict[str, CrossTableError]:
+            # every private table with exactly two FKs is also read as a many-to-many relation
+            return {t: link_table_error(real, synthetic, t) for t in s.private_tables
+                    if len(s.fks_from(t)) == 2}
+
+        self.relations = timed("many-to-many errors", 0.95, links, dict)
         self.timings = timings
         report_progress(progress, 1.0, "relational report done")
         return self
@@ -350,6 +358,10 @@ class RelationalReport:
                 if r["Worst Pair"]:
                     line += f" (worst {r['Worst Pair']}: {r['Worst Pair TVD']:.3f})"
             out.append(line)
+        for e in self.relations.values():
+            if e.n_workloads:
+                out.append(f"many-to-many {e.name}: {self.k}-way error avg {e.average_pct:.1f}%, max "
+                           f"{e.maximum_pct:.1f}% ({e.n_workloads} workloads)")
         out.append("foreign keys:")
         for r in self.foreign_keys.to_dict(orient="records"):
             line = f"  {r['Foreign Key']}: degree similarity {r['Degree Similarity']:.3f}"
@@ -365,6 +377,10 @@ class RelationalReport:
         """JSON-ready dict (NaN → ``None``): tables, foreign keys, validity, timings."""
         self._check()
         assert self.tables is not None and self.foreign_keys is not None and self.validity is not None
+        rel = [{"relation": e.name, "workloads": e.n_workloads,
+                f"{self.k}-way Avg Error (%)": e.average_pct, f"{self.k}-way Max Error (%)": e.maximum_pct}
+               for e in self.relations.values()]
         return {"name": self.name, "k": self.k, "tables": _records(self.tables),
-                "foreign_keys": _records(self.foreign_keys), "validity": _json_safe(self.validity.to_dict()),
+                "foreign_keys": _records(self.foreign_keys), "relations": [_json_safe(r) for r in rel],
+                "validity": _json_safe(self.validity.to_dict()),
                 "timings": _json_safe(self.timings), "errors": dict(self.errors)}

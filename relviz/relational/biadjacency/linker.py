@@ -191,6 +191,8 @@ class BiadjacencyLinker:
     otm_pgd_iters: int = 20
     otm_expansion: float = 2.0
     otm_slices: Literal["parents", "reference"] = "parents"
+    slice_target: Literal["auto", "paper", "residual"] = "auto"
+    residual_noise: float = 0.05
     warm_start: bool = False
     device: str = "auto"
     init: Literal["degree", "random"] = "degree"
@@ -309,6 +311,9 @@ class BiadjacencyRelation:
     slices_per_iter: int = 3
     guaranteed_frac: float = 0.2
     pgd_iters: int = 100
+    slice_target: Literal["auto", "paper", "residual"] = "auto"
+    residual_noise: float = 0.05
+    batch_slices: int = 1
     warm_start: bool = False
     device: str = "auto"
 
