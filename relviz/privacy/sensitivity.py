@@ -219,6 +219,8 @@ def enforce_caps(db: Database, *, salt: int = 0x5EED) -> tuple[Database, CapRepo
     Returns:
         ``(truncated database, report)``; ``db`` is unchanged.
     """
+    from relviz.relational.biadjacency.clipping import rank_within_groups  # (import cycle)
+
     schema = db.schema
     unit = schema.privacy_unit
     rows = []
@@ -241,13 +243,12 @@ def enforce_caps(db: Database, *, salt: int = 0x5EED) -> tuple[Database, CapRepo
         else:
             keep = np.ones(len(idx), dtype=bool)
             if over.any():
-                rank = _salted_rank(len(idx), salt)
-                order = np.lexsort((rank, idx))  # group by parent, salted order inside
-                sorted_idx = idx[order]
-                starts = np.r_[0, np.flatnonzero(np.diff(sorted_idx)) + 1]
-                pos = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-                surplus = (pos >= tau) & (sorted_idx >= 0)
-                keep[order[surplus]] = False
+                # rank children within their parent in a public salted order, keep the first τ
+                # (the clipping of spec/relational-biadjacency.md §1.5 with a public permutation)
+                order = np.argsort(_salted_rank(len(idx), salt), kind="stable")
+                rank = np.empty(len(idx), dtype=np.int64)
+                rank[order] = rank_within_groups(idx[order])
+                keep = (rank < tau) | (idx < 0)
                 db = drop_rows(db, fk.child, ~keep)
             rows.append({"fk": fk.name, "cap": tau, "action": "dropped surplus children",
                          "parents_over_cap": int(over.sum()), "rows_removed": int((~keep).sum()),

@@ -71,6 +71,12 @@ def global_numpy_seed(rng: np.random.Generator):  # noqa: ANN201
         np.random.set_state(state)
 
 
+def _thirds(rho: Fraction) -> tuple[Fraction, Fraction, Fraction]:
+    """MST's split: ρ/3 for 1-way marginals, ρ/3 for selection, the rest (exactly ρ/3) for 2-ways."""
+    rho1 = rho2 = rho / 3
+    return rho1, rho2, rho - rho1 - rho2
+
+
 def _project_counts(y: np.ndarray, total: float) -> np.ndarray:
     """Euclidean projection of noisy counts onto {p ≥ 0, Σp = total} (sort-based)."""
     if total <= 0:
@@ -171,9 +177,7 @@ class MST:
 
             return Independent().noise_scales(table, rho, histogram_sensitivity=histogram_sensitivity,
                                               score_sensitivity=score_sensitivity)
-        rho1 = rho / 3
-        rho2 = rho / 3
-        rho3 = rho - rho1 - rho2
+        rho1, _, rho3 = _thirds(rho)
         return {
             f"1-way marginals ({d} attributes)": gaussian_sigma(histogram_sensitivity * math.sqrt(d), rho1),
             f"2-way marginals ({d - 1} tree edges)":
@@ -193,9 +197,7 @@ class MST:
             m = Independent().fit(data, budget, histogram_sensitivity=histogram_sensitivity,
                                   score_sensitivity=score_sensitivity, progress=progress)
             return _IndependentAsMST(m, attrs)
-        rho1 = rho / 3
-        rho2 = rho / 3
-        rho3 = rho - rho1 - rho2
+        rho1, rho2, rho3 = _thirds(rho)
 
         # 1. one-way marginals --------------------------------------------------------------
         progress(0.02, "measuring 1-way marginals")

@@ -103,6 +103,12 @@ class Settings:
             flights → planes (σ·m_syn/m_s ≈ 0.007) 3-way error 22.4 % residual vs 37.0 % paper;
             baseball (≈ 0.7) 95.6 % vs 60.4 %; movielens (≈ 0.9) 23.3 % vs 20.6 %.
         residual_noise: Threshold of the ``"auto"`` rule (0.05).
+        selection: Workload scores of the exponential mechanism. ``"tv"`` ([J] Alg. 5): the total
+            variation between the real and the synthetic marginal. ``"aim"`` (relviz option): TV
+            minus the expected TV error of measuring the workload, ``½·C_w·σ·√(2/π)`` (AIM's
+            scale penalty, spec/single-table-benchmark.md §1.4): large workloads whose answers
+            would be mostly noise are not chosen. The penalty is public (``C_w``, ``σ``), so the
+            sensitivity and the cost are unchanged.
         batch_slices: M:N only: optimise this many disjoint slices at once as one
             ``(S, s1, s2)`` tensor (spec §8; :mod:`relviz.relational.biadjacency.batched`). 1 is
             the reference mode; larger values pay off on an accelerator.
@@ -126,6 +132,7 @@ class Settings:
     otm_slices: Literal["parents", "reference"] = "parents"
     slice_target: Literal["auto", "paper", "residual"] = "auto"
     residual_noise: float = 0.05
+    selection: Literal["tv", "aim"] = "tv"
     batch_slices: int = 1
     warm_start: bool = False
     device: str = "auto"
@@ -146,6 +153,7 @@ class Settings:
             (self.slice_target in ("auto", "paper", "residual"),
              "slice_target: 'auto', 'paper' or 'residual'"),
             (self.residual_noise >= 0, "residual_noise must be ≥ 0"),
+            (self.selection in ("tv", "aim"), "selection: 'tv' or 'aim'"),
             (int(self.batch_slices) == self.batch_slices and self.batch_slices >= 1,
              "batch_slices must be an integer ≥ 1"),
         ]
@@ -558,6 +566,8 @@ def _learn_relation(
         pool = [unselected[i] for i in pool_idx]
         syn_pool = opt.marginals(e1, e2, [wls[i] for i in pool])
         scores = np.array([_tv(p_real[w], q) for w, q in zip(pool, syn_pool)])
+        if s.selection == "aim":  # public, data-independent penalty: sensitivity unchanged
+            scores = scores - 0.5 * np.array([wls[w].size for w in pool]) * cal.sigma * math.sqrt(2 / math.pi)
         for _ in range(K):
             j = budget.exponential(scores, rho=rho_em, sensitivity=score_sens,
                                    label=f"select workload (iteration {t + 1}/{T})", source=SOURCE_EM)

@@ -193,6 +193,7 @@ class BiadjacencyLinker:
     otm_slices: Literal["parents", "reference"] = "parents"
     slice_target: Literal["auto", "paper", "residual"] = "auto"
     residual_noise: float = 0.05
+    selection: Literal["tv", "aim"] = "tv"
     warm_start: bool = False
     device: str = "auto"
     init: Literal["degree", "random"] = "degree"
@@ -313,6 +314,7 @@ class BiadjacencyRelation:
     pgd_iters: int = 100
     slice_target: Literal["auto", "paper", "residual"] = "auto"
     residual_noise: float = 0.05
+    selection: Literal["tv", "aim"] = "tv"
     batch_slices: int = 1
     warm_start: bool = False
     device: str = "auto"
