@@ -82,6 +82,7 @@ import numpy as np
 import pandas as pd
 
 from relviz.database import Database
+from relviz.datasets._common import load_repaired
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 
 __all__ = ["load", "schema", "info", "COUNTRIES", "US_STATES", "TEAMS", "SALARY_EDGES",
@@ -207,10 +208,7 @@ _REPAIRS: list[str] = []
 def load() -> Database:
     """Load, drop orphan link rows explicitly (reported), validate."""
     frames = _frames()
-    db = Database(schema(frames), frames, validate=False)
-    db, report = db.repair_orphans(how="drop")
-    _REPAIRS[:] = str(report).splitlines()
-    return db.validate()
+    return load_repaired(schema(frames), frames, "drop", _REPAIRS)
 
 
 def info():  # noqa: ANN201 - DatasetInfo

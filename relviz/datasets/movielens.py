@@ -68,6 +68,7 @@ import numpy as np
 import pandas as pd
 
 from relviz.database import Database
+from relviz.datasets._common import load_repaired
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 
 __all__ = ["load", "schema", "info", "GENRES", "RATINGS", "USER_CAP", "genre_column"]
@@ -177,10 +178,7 @@ _REPAIRS: list[str] = []
 def load() -> Database:
     """Load and normalise the ratings into movies, users and ratings; validate."""
     frames = _frames()
-    db = Database(schema(frames), frames, validate=False)
-    db, report = db.repair_orphans(how="drop")
-    _REPAIRS[:] = str(report).splitlines()
-    return db.validate()
+    return load_repaired(schema(frames), frames, "drop", _REPAIRS)
 
 
 def info():  # noqa: ANN201 - DatasetInfo

@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from relviz.database import Database
+from relviz.datasets._common import load_repaired
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 
 __all__ = ["load", "schema", "info"]
@@ -123,10 +124,7 @@ _REPAIRS: list[str] = []
 def load() -> Database:
     """Load, repair orphans explicitly (set to null, reported), validate."""
     frames = _frames()
-    db = Database(schema(frames), frames, validate=False)
-    db, report = db.repair_orphans(how="null")
-    _REPAIRS[:] = str(report).splitlines()
-    return db.validate()
+    return load_repaired(schema(frames), frames, "null", _REPAIRS)
 
 
 def info():  # noqa: ANN201 - DatasetInfo

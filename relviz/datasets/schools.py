@@ -57,6 +57,7 @@ from __future__ import annotations
 import pandas as pd
 
 from relviz.database import Database
+from relviz.datasets._common import load_repaired
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 
 __all__ = ["load", "schema", "info", "BANDS", "SCHOOL_COLUMNS"]
@@ -119,10 +120,7 @@ _REPAIRS: list[str] = []
 def load() -> Database:
     """Load, split into schools and students, validate."""
     frames = _frames()
-    db = Database(schema(frames), frames, validate=False)
-    db, report = db.repair_orphans(how="drop")
-    _REPAIRS[:] = str(report).splitlines()
-    return db.validate()
+    return load_repaired(schema(frames), frames, "drop", _REPAIRS)
 
 
 def info():  # noqa: ANN201 - DatasetInfo

@@ -30,15 +30,6 @@ from relviz.relational.biadjacency import (
     workload_codes,
 )
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_torch_thread():
-    """Tiny tensors: one intra-op thread avoids OpenMP oversubscription on small CI machines (restored after)."""
-    n_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n_threads)
-
 MOVIELENS_MOVIE_DOMAINS = [2] * 18  # 18 binary genre indicators
 MOVIELENS_USER_DOMAINS = [2, 7, 21]  # gender, age, occupation
 IPUMS_DOMAINS = [2, 6, 3, 2, 2, 2, 2, 2, 2]  # SEX, MARST, MARRINYR, six race indicators

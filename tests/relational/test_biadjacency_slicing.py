@@ -31,15 +31,6 @@ from relviz.relational.biadjacency import (
     ubs,
 )
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_torch_thread():
-    """Tiny tensors: one intra-op thread avoids OpenMP oversubscription on small CI machines (restored after)."""
-    n_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n_threads)
-
 # -------------------------------------------------------------------------------------------- sizes (§3.6, §3.7)
 
 

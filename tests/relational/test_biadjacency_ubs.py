@@ -23,15 +23,6 @@ from relviz.relational.biadjacency import (
     ubs_many,
 )
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_torch_thread():
-    """Tiny tensors: one intra-op thread avoids OpenMP oversubscription on small CI machines (restored after)."""
-    n_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n_threads)
-
 FIG1 = np.array([0.1, 0.2, 0.5, 0.7, 0.6, 0.9])
 X2 = np.array([0.6, 0.6, 0.6, 0.6, 0.3, 0.4, 0.5, 0.4])
 N_DRAWS = 100_000

@@ -405,6 +405,32 @@ class _Optimiser:
                 "target": "residual" if residual else "paper"}
         return picks, info
 
+    def run_slices(self, e1: np.ndarray, e2: np.ndarray, parent: np.ndarray | None,
+                   meas: Measurements, n_slices: int, report: Callable[[int, dict], None]
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, list[dict]]:
+        """Re-optimise ``n_slices`` slices (one at a time, or in disjoint batches for M:N with
+        ``batch_slices > 1``) against the measurements; ``report(done, info)`` after each."""
+        infos: list[dict] = []
+        batched = self.kind == "mn" and self.s.batch_slices > 1 and not self.mask_diagonal
+        done = 0
+        while done < n_slices:
+            current = self.marginals(e1, e2, meas.workloads)
+            if batched:
+                n_b = min(self.s.batch_slices, n_slices - done)
+                e1, e2, info = self.batch_step(e1, e2, meas.workloads, meas.answers, current,
+                                               meas.sigma, n_b)
+                done += n_b
+            else:
+                done += 1
+                sl = self.choose(e1, e2, parent)
+                if sl is None:
+                    continue
+                picks, info = self.step(sl, meas.workloads, meas.answers, current, meas.sigma)
+                e1, e2, parent = self.apply(sl, picks, e1, e2, parent)
+            infos.append(info)
+            report(done, info)
+        return e1, e2, parent, infos
+
     def batch_step(self, e1: np.ndarray, e2: np.ndarray, measured: Sequence[Workload],
                    answers: Sequence[np.ndarray], current: Sequence[np.ndarray], sigma: float,
                    n_slices: int) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -585,28 +611,16 @@ def _learn_relation(
             unselected.remove(w)
         it = {"iteration": t + 1, "selected": [str((wls[w].S1, wls[w].S2)) for w in measured_idx[-K:]],
               "slices": []}
-        if kind == "mn" and s.batch_slices > 1 and not mask_diagonal:
-            for start in range(0, s.slices_per_iter, s.batch_slices):
-                n_b = min(s.batch_slices, s.slices_per_iter - start)
-                syn_cur = opt.marginals(e1, e2, meas.workloads)
-                e1, e2, info = opt.batch_step(e1, e2, meas.workloads, meas.answers, syn_cur, meas.sigma, n_b)
-                done_slices += n_b
-                it["slices"].append(info)
-                progress(done_slices / total_slices, f"iteration {t + 1}/{T}: batch of {info['batch']} "
-                         f"slices {info['shape'][0]}×{info['shape'][1]}")
-        for _ in range(s.slices_per_iter if not (kind == "mn" and s.batch_slices > 1
-                                                  and not mask_diagonal) else 0):
-            syn_cur = opt.marginals(e1, e2, meas.workloads)
-            sl = opt.choose(e1, e2, parent)
-            done_slices += 1
-            if sl is None:
-                continue
-            picks, info = opt.step(sl, meas.workloads, meas.answers, syn_cur, meas.sigma)
-            e1, e2, parent = opt.apply(sl, picks, e1, e2, parent)
-            it["slices"].append(info)
-            progress(done_slices / total_slices, f"iteration {t + 1}/{T}: slice {info['shape'][0]}×"
-                     f"{info['shape'][1]}, objective {info['objective_start']:.3g} → "
-                     f"{info['objective_end']:.3g}")
+        done = done_slices
+
+        def report(k: int, info: dict, t: int = t, done: int = done) -> None:
+            what = (f"batch of {info['batch']} slices" if "batch" in info else
+                    f"slice, objective {info['objective_start']:.3g} → {info['objective_end']:.3g}")
+            progress((done + k) / total_slices, f"iteration {t + 1}/{T}: {what} "
+                     f"{info['shape'][0]}×{info['shape'][1]}")
+
+        e1, e2, parent, it["slices"] = opt.run_slices(e1, e2, parent, meas, s.slices_per_iter, report)
+        done_slices += s.slices_per_iter
         syn_cur = opt.marginals(e1, e2, meas.workloads)
         it["measured_l1"] = float(np.mean([np.abs(a - c).sum() for a, c in zip(meas.answers, syn_cur)]))
         history.append(it)
@@ -649,24 +663,8 @@ def _refit_relation(
     history: list[dict] = []
     if not measurements.workloads:
         return RelationResult(kind, parent, None if kind == "otm" else (e1, e2), measurements, history)
-    if kind == "mn" and settings.batch_slices > 1 and not mask_diagonal:
-        for start in range(0, n_slices, settings.batch_slices):
-            n_b = min(settings.batch_slices, n_slices - start)
-            cur = opt.marginals(e1, e2, measurements.workloads)
-            e1, e2, info = opt.batch_step(e1, e2, measurements.workloads, measurements.answers, cur,
-                                          measurements.sigma, n_b)
-            history.append(info)
-            progress((start + n_b) / n_slices, f"batch {start // settings.batch_slices + 1}")
-        n_slices = 0
-    for i in range(n_slices):
-        cur = opt.marginals(e1, e2, measurements.workloads)
-        sl = opt.choose(e1, e2, parent)
-        if sl is None:
-            continue
-        picks, info = opt.step(sl, measurements.workloads, measurements.answers, cur,
-                              measurements.sigma)
-        e1, e2, parent = opt.apply(sl, picks, e1, e2, parent)
-        history.append(info)
-        progress((i + 1) / n_slices, f"slice {i + 1}/{n_slices}")
+    e1, e2, parent, history = opt.run_slices(
+        e1, e2, parent, measurements, n_slices,
+        lambda k, info: progress(k / n_slices, f"slice {k}/{n_slices}"))
     return RelationResult(kind, parent, None if kind == "otm" else (e1, e2), measurements, history)
 

@@ -97,9 +97,9 @@ def sensitivity_constant(schema: Schema, multipliers: Multipliers, fk: ForeignKe
     return max(1, cap(fk), cap(other))
 
 
-def _settings_kwargs(obj: object) -> dict:
-    names = {f.name for f in fields(Settings)}
-    return {f.name: getattr(obj, f.name) for f in fields(obj) if f.name in names}  # type: ignore[arg-type]
+def _settings(obj: Settings) -> Settings:
+    """The plain :class:`Settings` part of a method's hyper-parameters."""
+    return Settings(**{f.name: getattr(obj, f.name) for f in fields(Settings)})
 
 
 def _workload_problems(schema: Schema, t1: str, t2: str, k: int, where: str) -> list[Problem]:
@@ -161,12 +161,11 @@ def _initial_parents(degree_init: DegreeLink | None, child: EncodedTable, parent
 
 @register
 @dataclass(frozen=True)
-class BiadjacencyLinker:
+class BiadjacencyLinker(Settings):
     """One-to-many bi-adjacency for one FK (spec §4.5 with §3's selection and measurement).
 
-    Hyper-parameters are those of :class:`~relviz.relational.biadjacency.algorithm.Settings`
-    (``k, n_iters, workloads_per_iter, alpha, pool_size, q_opt, choose_worst, slice_cells,
-    slices_per_iter, otm_pgd_iters, otm_expansion, otm_slices, warm_start, device``), plus:
+    Hyper-parameters: every field of :class:`~relviz.relational.biadjacency.algorithm.Settings`
+    (range-checked there), plus:
 
     Args:
         init: ``"degree"`` (default; relviz extension) or ``"random"`` ([R]).
@@ -177,37 +176,18 @@ class BiadjacencyLinker:
     label: ClassVar[str] = "Bi-adjacency (PGD + unbiased sampling, Alimohammadi et al.)"
     gaussian_only: ClassVar[bool] = False
     needs_synthetic_tables: ClassVar[bool] = True
-    k: int = 3
-    n_iters: int = 15
-    workloads_per_iter: int = 3
-    alpha: float = 0.2
-    pool_size: int = 300
-    q_opt: int = 8
-    choose_worst: bool = True
-    slice_cells: int = 1_000_000
-    slices_per_iter: int = 3
-    guaranteed_frac: float = 0.2
-    pgd_iters: int = 100
-    otm_pgd_iters: int = 20
-    otm_expansion: float = 2.0
-    otm_slices: Literal["parents", "reference"] = "parents"
-    slice_target: Literal["auto", "paper", "residual"] = "auto"
-    residual_noise: float = 0.05
-    selection: Literal["tv", "aim"] = "tv"
-    warm_start: bool = False
-    device: str = "auto"
     init: Literal["degree", "random"] = "degree"
     init_share: float = 0.2
 
     def __post_init__(self) -> None:
-        self.settings()  # range checks
+        super().__post_init__()
         if self.init not in ("degree", "random"):
             raise ValueError("init must be 'degree' or 'random'")
         if not 0 < self.init_share < 1:
             raise ValueError("init_share must be in (0, 1)")
 
     def settings(self) -> Settings:
-        return Settings(**_settings_kwargs(self))
+        return _settings(self)
 
     def problems(self, schema: Schema, fk: ForeignKey) -> list[Problem]:
         out = _workload_problems(schema, fk.child, fk.parent, self.k, fk.child)
@@ -291,39 +271,20 @@ def _m_syn(m: int, n1: int, n2: int, n1s: int, n2s: int, self_rel: bool) -> int:
 
 @register_relation
 @dataclass(frozen=True)
-class BiadjacencyRelation:
+class BiadjacencyRelation(Settings):
     """Many-to-many bi-adjacency through a link table (spec §3, Algorithm R1).
 
-    Hyper-parameters: those of :class:`~relviz.relational.biadjacency.algorithm.Settings`.
+    Hyper-parameters: the fields of :class:`~relviz.relational.biadjacency.algorithm.Settings`
+    (the ``otm_*`` ones do not apply).
     """
 
     name: ClassVar[str] = "biadjacency"
     label: ClassVar[str] = "Bi-adjacency (many-to-many, PGD + unbiased sampling)"
     gaussian_only: ClassVar[bool] = False
     needs_synthetic_tables: ClassVar[bool] = True
-    k: int = 3
-    n_iters: int = 15
-    workloads_per_iter: int = 3
-    alpha: float = 0.2
-    pool_size: int = 300
-    q_opt: int = 8
-    choose_worst: bool = True
-    slice_cells: int = 1_000_000
-    slices_per_iter: int = 3
-    guaranteed_frac: float = 0.2
-    pgd_iters: int = 100
-    slice_target: Literal["auto", "paper", "residual"] = "auto"
-    residual_noise: float = 0.05
-    selection: Literal["tv", "aim"] = "tv"
-    batch_slices: int = 1
-    warm_start: bool = False
-    device: str = "auto"
-
-    def __post_init__(self) -> None:
-        self.settings()
 
     def settings(self) -> Settings:
-        return Settings(**_settings_kwargs(self))
+        return _settings(self)
 
     def problems(self, schema: Schema, fk1: ForeignKey, fk2: ForeignKey) -> list[Problem]:
         out = _workload_problems(schema, fk1.parent, fk2.parent, self.k, fk1.child)
