@@ -125,11 +125,11 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     db = _load_data(args)
-    if args.plan:
+    if args.plan:  # the plan's own budget unless --epsilon / --delta are given
         plan = Plan.from_json(args.plan).with_budget(epsilon=args.epsilon, delta=args.delta)
     else:
-        plan = Plan.default(db.schema, args.epsilon, args.delta, mechanism=args.mechanism,
-                            method=args.method)
+        plan = Plan.default(db.schema, args.epsilon or 1.0, args.delta or 1e-6,
+                            mechanism=args.mechanism, method=args.method)
         for line in plan.substitutions(db.schema, args.method):
             print(f"note: {line}", file=sys.stderr)
     for table in args.relation or ():
@@ -193,7 +193,7 @@ def _report(db, syn, synth, out: Path, args: argparse.Namespace):  # noqa: ANN00
     extra = {"cap enforcement (curator view)": str(synth.cap_report_),
              "sampling": "; ".join(synth.sample_report_) or "no rows dropped"}
     write_report(out / "report.html", db, syn, ledger=synth.accountant_.to_dict(),
-                 title=f"relviz — {db.schema.name or 'database'} at ε = {args.epsilon:g}",
+                 title=f"relviz — {db.schema.name or 'database'} at ε = {synth.plan_.epsilon_effective:g}",
                  extra=extra, report=report)
     return report
 
@@ -233,8 +233,9 @@ def _parser() -> argparse.ArgumentParser:
     source(v)
     y = sub.add_parser("synth", help="fit, sample and write a synthetic database")
     source(y)
-    y.add_argument("--epsilon", type=float, default=1.0, help="ε of the whole database (default 1)")
-    y.add_argument("--delta", type=float, default=1e-6, help="δ (default 1e-6)")
+    y.add_argument("--epsilon", type=float, default=None,
+                   help="ε of the whole database (default 1, or the --plan's)")
+    y.add_argument("--delta", type=float, default=None, help="δ (default 1e-6, or the --plan's)")
     y.add_argument("--plan", help="plan JSON (shares and methods); ε/δ flags override its budget")
     y.add_argument("--mechanism", default="mst", help="single-table mechanism (default mst)")
     y.add_argument("--method", default="degree",
