@@ -1,6 +1,12 @@
-"""Numerical core of the bi-adjacency relational-synthesis method (spec relational-biadjacency.md, [J]).
+"""Bi-adjacency relational synthesis (spec relational-biadjacency.md, [J]: Alimohammadi et al.).
 
-Submodules: :mod:`.workloads` (cross-table workloads, marginals, factorised query operator, evaluation metric),
+The relational methods are :class:`~.linker.BiadjacencyLinker` (one-to-many, per FK; registered as
+``"biadjacency"``) and :class:`~.linker.BiadjacencyRelation` (many-to-many through a link table),
+built on :func:`~.algorithm.learn_relation` (spec §3, Algorithm R1) and its numerical core.
+
+Submodules: :mod:`.algorithm` (the iterative algorithm, budget calibration), :mod:`.linker` (the
+relviz methods), :mod:`.batched` (disjoint slices as one tensor, §8),
+:mod:`.workloads` (cross-table workloads, marginals, factorised query operator, evaluation metric),
 :mod:`.projection` (capped-simplex and row-simplex projections), :mod:`.pgd` (projected gradient descent on a
 slice), :mod:`.ubs` (unbiased sampling and categorical rounding), :mod:`.clipping` (degree clipping),
 :mod:`.slicing` (slice selection, initial relation, reinsertion).
@@ -10,6 +16,16 @@ relviz implements these itself because no well-kept library implements the relat
 
 from __future__ import annotations
 
+from relviz.relational.biadjacency.algorithm import (
+    Calibration,
+    Measurements,
+    RelationResult,
+    Settings,
+    calibrate,
+    learn_relation,
+    refit_relation,
+    schedule,
+)
 from relviz.relational.biadjacency.clipping import (
     clip_degrees,
     degree_clip_mask,
@@ -65,6 +81,14 @@ from relviz.relational.biadjacency.workloads import (
 )
 
 __all__ = [
+    "Calibration",
+    "Measurements",
+    "RelationResult",
+    "Settings",
+    "calibrate",
+    "learn_relation",
+    "refit_relation",
+    "schedule",
     "MarginalErrorReport",
     "PGDResult",
     "PowerIterationResult",
