@@ -30,6 +30,7 @@ from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateForeignKey, PrivateLink
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
+from relviz.registry import Registry
 from relviz.schema import ForeignKey, Schema
 
 __all__ = ["Linker", "FittedLink", "RelationMethod", "FittedRelation", "get", "get_class",
@@ -90,53 +91,26 @@ class RelationMethod(Protocol):
         ...
 
 
-_REGISTRY: dict[str, type] = {}
-_RELATIONS: dict[str, type] = {}
-
-
-def register_relation(cls: type) -> type:
-    """Class decorator adding a many-to-many method to the relation registry."""
-    _RELATIONS[cls.name] = cls
-    return cls
-
-
-def get_relation_class(name: str) -> type:
-    _load()
-    if name not in _RELATIONS:
-        raise KeyError(f"unknown many-to-many method {name!r}; available: {', '.join(_RELATIONS)}")
-    return _RELATIONS[name]
-
-
-def get_relation(name: str, **params: Any) -> RelationMethod:
-    return get_relation_class(name)(**params)
-
-
-def available_relations() -> dict[str, str]:
-    _load()
-    return {k: v.label for k, v in _RELATIONS.items()}
-
-
-def register(cls: type) -> type:
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def get_class(name: str) -> type:
-    _load()
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown relational method {name!r}; available: {', '.join(_REGISTRY)}")
-    return _REGISTRY[name]
-
-
-def get(name: str, **params: Any) -> Linker:
-    return get_class(name)(**params)
-
-
-def available() -> dict[str, str]:
-    _load()
-    return {k: v.label for k, v in _REGISTRY.items()}
-
-
 def _load() -> None:
     from relviz.relational import degree  # noqa: F401
     from relviz.relational.biadjacency import linker  # noqa: F401
+
+
+_LINKERS = Registry("relational method", _load)
+_RELATIONS = Registry("many-to-many method", _load)
+register: Callable[[type], type] = _LINKERS.register
+get_class: Callable[[str], type] = _LINKERS.get_class
+available: Callable[[], dict[str, str]] = _LINKERS.available
+register_relation: Callable[[type], type] = _RELATIONS.register
+get_relation_class: Callable[[str], type] = _RELATIONS.get_class
+available_relations: Callable[[], dict[str, str]] = _RELATIONS.available
+
+
+def get(name: str, **params: Any) -> Linker:
+    """A configured per-FK linker (e.g. ``get("degree")``)."""
+    return _LINKERS.get(name, **params)
+
+
+def get_relation(name: str, **params: Any) -> RelationMethod:
+    """A configured many-to-many relation method (e.g. ``get_relation("biadjacency")``)."""
+    return _RELATIONS.get(name, **params)

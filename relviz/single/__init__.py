@@ -9,6 +9,7 @@ returns a :class:`TableModel` that samples integer codes without touching privat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -17,6 +18,7 @@ from relviz.errors import Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateTable
 from relviz.progress import Reporter
+from relviz.registry import Registry
 from relviz.schema import Table
 
 __all__ = ["Mechanism", "TableModel", "get", "get_class", "available", "register"]
@@ -51,32 +53,16 @@ class Mechanism(Protocol):
         ...
 
 
-_REGISTRY: dict[str, type] = {}
+def _load() -> None:
+    from relviz.single import independent, mst  # noqa: F401  (registration side effect)
 
 
-def register(cls: type) -> type:
-    """Class decorator adding a mechanism to the registry under ``cls.name``."""
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def get_class(name: str) -> type:
-    _load()
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown single-table mechanism {name!r}; available: {', '.join(_REGISTRY)}")
-    return _REGISTRY[name]
+_MECHANISMS = Registry("single-table mechanism", _load)
+register: Callable[[type], type] = _MECHANISMS.register
+get_class: Callable[[str], type] = _MECHANISMS.get_class
+available: Callable[[], dict[str, str]] = _MECHANISMS.available
 
 
 def get(name: str, **params: Any) -> Mechanism:
     """A configured mechanism instance (keyword-only hyper-parameters, range-checked)."""
-    return get_class(name)(**params)
-
-
-def available() -> dict[str, str]:
-    """``{name: label}`` of the registered mechanisms."""
-    _load()
-    return {k: v.label for k, v in _REGISTRY.items()}
-
-
-def _load() -> None:
-    from relviz.single import independent, mst  # noqa: F401  (registration side effect)
+    return _MECHANISMS.get(name, **params)
