@@ -426,23 +426,21 @@ class Database:
         return path
 
     def to_parquet(self, directory: str | Path) -> list[Path]:
-        """One ``<table>.parquet`` per table in ``directory`` (created)."""
-        d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        out = []
-        for name in self._schema.table_names:
-            p = d / f"{name}.parquet"
-            self._tables[name][list(self._schema.columns(name))].to_parquet(p, index=False)
-            out.append(p)
-        return out
+        """One ``<table>.parquet`` per table in ``directory`` (created); returns the paths."""
+        return self._write_files(directory, "parquet")
 
     def to_csv_dir(self, directory: str | Path) -> list[Path]:
+        """One ``<table>.csv`` per table in ``directory`` (created); returns the paths."""
+        return self._write_files(directory, "csv")
+
+    def _write_files(self, directory: str | Path, fmt: Literal["parquet", "csv"]) -> list[Path]:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         out = []
         for name in self._schema.table_names:
-            p = d / f"{name}.csv"
-            self._tables[name][list(self._schema.columns(name))].to_csv(p, index=False)
+            p = d / f"{name}.{fmt}"
+            frame = self._tables[name][list(self._schema.columns(name))]
+            (frame.to_parquet if fmt == "parquet" else frame.to_csv)(p, index=False)
             out.append(p)
         return out
 

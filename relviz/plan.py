@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -373,30 +373,14 @@ class Plan:
                     out.append(Problem("public_spends", "public tables are released verbatim and "
                                        "spend nothing: remove this component", c.name))
                     continue
-                try:
-                    mech = table_class(c.method)
-                except KeyError as e:
-                    out.append(Problem("unknown_mechanism", str(e.args[0]), c.name))
-                    continue
-                try:
-                    out += mech(**c.params).problems(schema.table(c.name))
-                except (TypeError, ValueError) as e:
-                    out.append(Problem("bad_parameter", f"{c.method}: {e}", c.name))
+                out += _method_problems(c, table_class, "unknown_mechanism", schema.table(c.name))
             elif c.kind == "relation":
                 fks = schema.fks_from(c.table) if c.table in schema.table_names else ()
                 if len(fks) != 2 or schema.table(c.table).public:
                     out.append(Problem("bad_relation", "a many-to-many relation needs a private link "
                                        "table with exactly two foreign keys", c.table))
                     continue
-                try:
-                    rel = relation_class(c.method)
-                except KeyError as e:
-                    out.append(Problem("unknown_method", str(e.args[0]), c.name))
-                    continue
-                try:
-                    out += rel(**c.params).problems(schema, fks[0], fks[1])
-                except (TypeError, ValueError) as e:
-                    out.append(Problem("bad_parameter", f"{c.method}: {e}", c.name))
+                out += _method_problems(c, relation_class, "unknown_method", schema, fks[0], fks[1])
             else:
                 if c.name not in {fk.name for fk in schema.foreign_keys}:
                     out.append(Problem("unknown_foreign_key", "plan names an unknown FK", c.name))
@@ -405,15 +389,8 @@ class Plan:
                     out.append(Problem("public_spends", "FK between public tables is copied and "
                                        "spends nothing: remove this component", c.name))
                     continue
-                try:
-                    meth = edge_class(c.method)
-                except KeyError as e:
-                    out.append(Problem("unknown_method", str(e.args[0]), c.name))
-                    continue
-                try:
-                    out += meth(**c.params).problems(schema, schema.foreign_key(c.name))
-                except (TypeError, ValueError) as e:
-                    out.append(Problem("bad_parameter", f"{c.method}: {e}", c.name))
+                out += _method_problems(c, edge_class, "unknown_method", schema,
+                                        schema.foreign_key(c.name))
         named = {c.name for c in self.components if c.kind != "relation"}
         covered = {fk.name for c in self.relations if c.table in schema.table_names
                    for fk in schema.fks_from(c.table)}
@@ -465,3 +442,17 @@ class Plan:
         s = str(text_or_path)
         text = s if s.lstrip().startswith("{") else Path(s).read_text(encoding="utf-8")
         return cls.from_dict(json.loads(text))
+
+
+def _method_problems(c: Component, lookup: Callable[[str], type], unknown: str,
+                     *args: Any) -> list[Problem]:
+    """The problems of component ``c``'s method on ``args``: unknown name, bad parameters or what
+    the configured method itself reports (``method.problems(*args)``)."""
+    try:
+        cls = lookup(c.method)
+    except KeyError as e:
+        return [Problem(unknown, str(e.args[0]), c.name)]
+    try:
+        return list(cls(**c.params).problems(*args))
+    except (TypeError, ValueError) as e:
+        return [Problem("bad_parameter", f"{c.method}: {e}", c.name)]
