@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from relviz.database import Database
 
@@ -75,9 +74,19 @@ def available() -> list[str]:
     return out
 
 
-@lru_cache(maxsize=8)
-def _load_cached(name: str) -> Database:
-    return _module(name).load()
+_LOADED: dict[str, tuple[Database, tuple[str, ...]]] = {}
+
+
+def _load_cached(name: str) -> tuple[Database, tuple[str, ...]]:
+    """Build the database from the module's frames and written schema, repair its orphan foreign
+    keys the module's declared way (``ORPHANS``: drop the rows or null the FK; never silent — the
+    report is kept for :func:`describe`), then validate."""
+    if name not in _LOADED:
+        mod = _module(name)
+        frames = mod._frames()
+        db, report = Database(mod.schema(frames), frames, validate=False).repair_orphans(how=mod.ORPHANS)
+        _LOADED[name] = db.validate(), tuple(str(report).splitlines())
+    return _LOADED[name]
 
 
 def load(name: str = DEFAULT) -> Database:
@@ -86,9 +95,18 @@ def load(name: str = DEFAULT) -> Database:
     Raises:
         KeyError: for an unknown name.
     """
-    return _load_cached(name)
+    return _load_cached(name)[0]
 
 
 def describe(name: str = DEFAULT) -> DatasetInfo:
-    """Documentation of a built-in dataset."""
-    return _module(name).info()
+    """Documentation of a built-in dataset (never loads it: the repair lines are the live report
+    when the dataset was loaded in this process, the module's recorded report otherwise).
+
+    Raises:
+        KeyError: for an unknown name.
+    """
+    mod = _module(name)
+    info = dict(mod.INFO)
+    if name in _LOADED:
+        info["repairs"] = _LOADED[name][1] or ("no orphans: nothing repaired",)
+    return DatasetInfo(name=name, notes=mod.__doc__ or "", **info)
