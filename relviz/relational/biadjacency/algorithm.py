@@ -31,11 +31,12 @@ relviz implements the paper's algorithm only.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -504,17 +505,17 @@ def _initial(kind: str, n1s: int, n2s: int, m_syn: int, rng: np.random.Generator
     return np.asarray(e1, dtype=np.int64), np.asarray(e2, dtype=np.int64), None
 
 
-def learn_relation(**kwargs) -> RelationResult:  # noqa: ANN003
-    """Learn a synthetic relation between two synthetic tables (spec §3.10, Algorithm R1).
+def _on_settings_device(fn: Callable[..., RelationResult]) -> Callable[..., RelationResult]:
+    """Run ``fn(**kwargs)`` inside :func:`torch_threads` for ``kwargs["settings"].device``."""
+    @functools.wraps(fn)
+    def run(**kwargs: Any) -> RelationResult:
+        with torch_threads(resolve_device(kwargs["settings"].device)):
+            return fn(**kwargs)
+    return run
 
-    See :func:`_learn_relation` for the arguments; torch runs single-threaded on the CPU
-    (:func:`torch_threads`).
-    """
-    with torch_threads(resolve_device(kwargs["settings"].device)):
-        return _learn_relation(**kwargs)
 
-
-def _learn_relation(
+@_on_settings_device
+def learn_relation(
     *,
     kind: Literal["otm", "mn"],
     syn1: np.ndarray,
@@ -535,6 +536,8 @@ def _learn_relation(
     row_ids: np.ndarray | None = None,
 ) -> RelationResult:
     """Learn a synthetic relation between two synthetic tables (spec §3.10, Algorithm R1).
+
+    Keyword arguments only; torch runs single-threaded on the CPU (:func:`torch_threads`).
 
     Args:
         kind: ``"otm"`` (rows of table 1 are children with exactly one parent in table 2) or
@@ -627,16 +630,8 @@ def _learn_relation(
     return RelationResult(kind, parent, None if kind == "otm" else (e1, e2), meas, history)
 
 
-def refit_relation(**kwargs) -> RelationResult:  # noqa: ANN003
-    """Re-optimise a relation for new synthetic tables against stored measurements (free).
-
-    See :func:`_refit_relation`; torch runs single-threaded on the CPU.
-    """
-    with torch_threads(resolve_device(kwargs["settings"].device)):
-        return _refit_relation(**kwargs)
-
-
-def _refit_relation(
+@_on_settings_device
+def refit_relation(
     *,
     kind: Literal["otm", "mn"],
     syn1: np.ndarray,
@@ -654,7 +649,8 @@ def _refit_relation(
     """Re-optimise a relation for new synthetic tables against stored measurements (free).
 
     Runs ``n_slices`` slice updates (PGD + rounding) against the noisy answers of a previous
-    :func:`learn_relation`; reads no private data and spends nothing.
+    :func:`learn_relation`; reads no private data and spends nothing. Keyword arguments only;
+    torch runs single-threaded on the CPU (:func:`torch_threads`).
     """
     n1s, n2s = syn1.shape[0], syn2.shape[0]
     opt = _Optimiser(kind, syn1, syn2, settings, rng, mask_diagonal, row_ids)
