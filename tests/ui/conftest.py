@@ -16,6 +16,7 @@ JupyterLab is missing. Install them with ``apt-get install -y chromium`` and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +39,7 @@ CHROMIUM = os.environ.get("RELVIZ_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
-__all__ = ["Lab"]
+__all__ = ["Lab", "jupyter_env", "serve"]
 
 
 def _missing() -> str | None:
@@ -66,60 +68,75 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def jupyter_env(base: Path, **extra: str) -> dict[str, str]:
+    """Environment for a Jupyter server isolated in ``base``: every Jupyter, IPython and XDG
+    directory is a fresh folder there (nothing read from or written to the home folder)."""
+    names = ("config", "data", "runtime", "ipython", "xdg_config", "xdg_cache")
+    dirs = {n: base / n for n in names}
+    for d in dirs.values():
+        d.mkdir(exist_ok=True)
+    return {**os.environ,
+            "JUPYTER_CONFIG_DIR": str(dirs["config"]), "JUPYTER_DATA_DIR": str(dirs["data"]),
+            "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]), "IPYTHONDIR": str(dirs["ipython"]),
+            "XDG_CONFIG_HOME": str(dirs["xdg_config"]), "XDG_CACHE_HOME": str(dirs["xdg_cache"]),
+            "JUPYTER_PLATFORM_DIRS": "1", **extra}
+
+
+@contextlib.contextmanager
+def serve(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path, what: str) -> Iterator[str]:
+    """Start ``python -m <argv> --port=<free port>``, wait (≤ 60 s) until ``/api/status`` answers,
+    yield the base URL (no trailing slash), terminate the server on exit. Fails the test with the
+    end of the server's log when it does not come up."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", *argv, f"--port={port}"], env=env, cwd=cwd,
+                                stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.time() + 60
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/api/status", timeout=2):
+                        break
+                except urllib.error.HTTPError:
+                    break  # the server answers
+                except OSError:
+                    pass
+                if proc.poll() is not None or time.time() > deadline:
+                    pytest.fail(f"{what} did not start:\n" + log_path.read_text()[-3000:])
+                time.sleep(0.25)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A running JupyterLab server: ``{"url", "root", "log"}``."""
     base = tmp_path_factory.mktemp("jupyterlab")
     root = base / "root"
     shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
-    dirs = {name: base / name for name in ("config", "data", "runtime", "ipython", "xdg_config",
-                                           "xdg_cache", "settings", "workspaces", "home")}
-    for d in dirs.values():
-        d.mkdir()
-    note = dirs["settings"] / "@jupyterlab" / "apputils-extension"
+    settings, workspaces = base / "settings", base / "workspaces"
+    workspaces.mkdir()
+    note = settings / "@jupyterlab" / "apputils-extension"
     note.mkdir(parents=True)
     (note / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    env = {**os.environ,
-           "JUPYTER_CONFIG_DIR": str(dirs["config"]), "JUPYTER_DATA_DIR": str(dirs["data"]),
-           "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]), "IPYTHONDIR": str(dirs["ipython"]),
-           "XDG_CONFIG_HOME": str(dirs["xdg_config"]), "XDG_CACHE_HOME": str(dirs["xdg_cache"]),
-           "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
-           "JUPYTERLAB_WORKSPACES_DIR": str(dirs["workspaces"]),
-           "JUPYTER_PLATFORM_DIRS": "1", "PYTHONPATH": str(root),
-           "MPLBACKEND": "Agg", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-    port = _free_port()
-    log = open(base / "jupyterlab.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", f"--port={port}",
-         "--ServerApp.ip=127.0.0.1", "--ServerApp.token=", "--ServerApp.password=",
-         "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={root}",
-         "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
-         f"--LabApp.user_settings_dir={dirs['settings']}",
-         f"--LabApp.workspaces_dir={dirs['workspaces']}"],
-        env=env, cwd=root, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/api/status", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            log.close()
-            pytest.fail("JupyterLab did not start:\n" + (base / "jupyterlab.log").read_text()[-3000:])
-        time.sleep(0.25)
-    try:
-        yield {"url": url, "root": root, "log": base / "jupyterlab.log"}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    env = jupyter_env(base, JUPYTERLAB_SETTINGS_DIR=str(settings),
+                      JUPYTERLAB_WORKSPACES_DIR=str(workspaces), PYTHONPATH=str(root),
+                      MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    argv = ["jupyterlab", "--allow-root", "--no-browser",
+            "--ServerApp.ip=127.0.0.1", "--ServerApp.token=", "--ServerApp.password=",
+            "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={root}",
+            "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
+            f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={workspaces}"]
+    log = base / "jupyterlab.log"
+    with serve(argv, env=env, cwd=root, log_path=log, what="JupyterLab") as url:
+        yield {"url": url, "root": root, "log": log}
 
 
 @pytest.fixture(scope="session")

@@ -14,14 +14,8 @@ changed, read back through the kernel (Voila: on what the kernel drew), and save
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -32,18 +26,19 @@ import pytest
 pytestmark = pytest.mark.ui
 
 
-def _lab_class() -> type:
-    """The harness's ``Lab`` helper (tests/ui/conftest.py is not importable as a package module)."""
+def _harness():  # noqa: ANN202 - module
+    """The browser-test harness (tests/ui/conftest.py is not importable as a package module)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("_relviz_ui_harness", Path(__file__).with_name("conftest.py"))
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.Lab
+    return mod
 
 
-Lab = _lab_class()
+_h = _harness()
+Lab, jupyter_env, serve = _h.Lab, _h.jupyter_env, _h.serve
 
 REPO = Path(__file__).resolve().parents[2]
 STUDIO = ".relviz-studio"
@@ -376,50 +371,14 @@ def test_cancel_mid_run_then_launch_again(page: Lab) -> None:
 
 # -- 6. the stakeholder demo under Voila ------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture()
 def voila(tmp_path: Path) -> Iterator[str]:
     pytest.importorskip("voila", reason="voila is not installed (pip install voila)")
-    dirs = {n: tmp_path / n for n in ("config", "data", "runtime", "ipython", "xdg_config", "xdg_cache")}
-    for d in dirs.values():
-        d.mkdir()
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(dirs["config"]), "JUPYTER_DATA_DIR": str(dirs["data"]),
-           "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]), "IPYTHONDIR": str(dirs["ipython"]),
-           "XDG_CONFIG_HOME": str(dirs["xdg_config"]), "XDG_CACHE_HOME": str(dirs["xdg_cache"]),
-           "JUPYTER_PLATFORM_DIRS": "1", "RELVIZ_DEMO_EPSILONS": "0.5,4"}
-    port = _free_port()
-    log = open(tmp_path / "voila.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, "-m", "voila", "--no-browser", f"--port={port}",
-                             "--Voila.ip=127.0.0.1", str(REPO / "notebooks" / "stakeholder-demo.ipynb")],
-                            env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.time() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}api/status", timeout=2):
-                break
-        except urllib.error.HTTPError:
-            break  # the server answers
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            log.close()
-            pytest.fail("voila did not start:\n" + (tmp_path / "voila.log").read_text()[-3000:])
-        time.sleep(0.25)
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    env = jupyter_env(tmp_path, RELVIZ_DEMO_EPSILONS="0.5,4")
+    argv = ["voila", "--no-browser", "--Voila.ip=127.0.0.1",
+            str(REPO / "notebooks" / "stakeholder-demo.ipynb")]
+    with serve(argv, env=env, cwd=tmp_path, log_path=tmp_path / "voila.log", what="voila") as url:
+        yield url + "/"
 
 
 def test_stakeholder_demo_under_voila(browser: Any, voila: str) -> None:
