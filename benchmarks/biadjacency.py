@@ -239,6 +239,11 @@ def main() -> None:
     _table(results, eps_list)
 
 
+def _runs(rows: list[dict], method: str, eps: float) -> list[dict]:
+    """The runs of ``method`` at ``eps`` (the random relation spends nothing: its runs, any ε_rel)."""
+    return [r for r in rows if r["method"] == method and (r["eps_rel"] == eps or method == "random")]
+
+
 def _table(results: list[dict], eps_list: list[float]) -> None:
     print("\nmean over seeds (avg / max 3-way error, %); random = T = 0 (one run per seed, any ε_rel)")
     for name in dict.fromkeys(r["dataset"] for r in results):
@@ -249,7 +254,7 @@ def _table(results: list[dict], eps_list: list[float]) -> None:
         for eps in eps_list:
             cells = []
             for method in methods:
-                rs = [r for r in rows if r["method"] == method and (r["eps_rel"] == eps or method == "random")]
+                rs = _runs(rows, method, eps)
                 cells.append(f"{np.mean([r['avg_pct'] for r in rs]):8.2f} / {np.mean([r['max_pct'] for r in rs]):6.2f}"
                              if rs else "—")
             secs = [r["seconds"] for r in rows if r["method"] == methods[0] and r["eps_rel"] == eps]
@@ -272,9 +277,8 @@ def _paired(rows: list[dict], methods: list[str], eps_list: list[float]) -> None
     for eps in eps_list:
         cells = []
         for other in others:
-            a = {r["seed"]: r["avg_pct"] for r in rows if r["method"] == first and r["eps_rel"] == eps}
-            b = {r["seed"]: r["avg_pct"] for r in rows
-                 if r["method"] == other and (r["eps_rel"] == eps or other == "random")}
+            a = {r["seed"]: r["avg_pct"] for r in _runs(rows, first, eps)}
+            b = {r["seed"]: r["avg_pct"] for r in _runs(rows, other, eps)}
             diff = np.array([a[k] - b[k] for k in sorted(a.keys() & b.keys())])
             se = diff.std(ddof=1) / np.sqrt(diff.size) if diff.size > 1 else float("nan")
             cells.append(f"vs {other[:12]}: {diff.mean():+6.2f} ± {se:4.2f} (n={diff.size})"

@@ -371,15 +371,20 @@ class _Optimiser:
                 s1 = max(1, s1 // 2)
         return None
 
+    def optimised_workloads(self, answers: Sequence[np.ndarray], current: Sequence[np.ndarray]
+                            ) -> np.ndarray:
+        """Indices of the measured workloads a slice is fitted to (spec §3.8): the ``q_opt`` with
+        the largest L1 gap between noisy answer and current synthetic marginal, or a random subset."""
+        if self.s.choose_worst:
+            err = np.array([np.abs(a - c).sum() for a, c in zip(answers, current)])
+            return np.argsort(-err, kind="stable")[: self.s.q_opt]
+        return self.rng.choice(len(answers), size=min(self.s.q_opt, len(answers)), replace=False)
+
     def step(self, sl: Slice, measured: Sequence[Workload], answers: Sequence[np.ndarray],
              current: Sequence[np.ndarray], sigma: float = math.nan) -> tuple[np.ndarray, dict]:
         """Optimise one slice; returns the rounded choice (local flat picks or 1:N choices)."""
         s = self.s
-        if s.choose_worst:
-            err = np.array([np.abs(a - c).sum() for a, c in zip(answers, current)])
-            order = np.argsort(-err, kind="stable")[: s.q_opt]
-        else:
-            order = self.rng.choice(len(measured), size=min(s.q_opt, len(measured)), replace=False)
+        order = self.optimised_workloads(answers, current)
         wls = [measured[i] for i in order]
         target = np.concatenate([answers[i] for i in order])
         op = SliceOperator.from_tables(self.syn1, self.syn2, sl.rows, sl.cols, wls, self.device)
@@ -446,11 +451,7 @@ class _Optimiser:
         batch = choose_batch_mn(e1, e2, self.n1s, self.n2s, self.s1, self.s2, n_slices, self.rng,
                                 s.guaranteed_frac)
         S = batch.shape[0]
-        if s.choose_worst:
-            err = np.array([np.abs(a - c).sum() for a, c in zip(answers, current)])
-            order = np.argsort(-err, kind="stable")[: s.q_opt]
-        else:
-            order = self.rng.choice(len(measured), size=min(s.q_opt, len(measured)), replace=False)
+        order = self.optimised_workloads(answers, current)
         wls = [measured[i] for i in order]
         op = BatchedSliceOperator(self.syn1, self.syn2, batch.rows, batch.cols, wls, self.device)
         target = np.tile(np.concatenate([answers[i] for i in order]), (S, 1))
