@@ -59,7 +59,7 @@ def _setup(name: str, seed: int):  # noqa: ANN202
     from relviz.datasets import movielens
     from relviz.plan import Plan
     from relviz.privacy.accountant import rho_closed_form
-    from relviz.privacy.sensitivity import enforce_caps
+    from relviz.privacy.measure import enforce_caps
     from relviz.synthesizer import RelationalSynthesizer
 
     db = relviz.datasets.load(name)

@@ -14,14 +14,21 @@ from relviz.privacy.accountant import (
     zcdp_epsilon,
     zcdp_rho,
 )
-from relviz.privacy.measure import Curator, PrivateForeignKey, PrivateTable, ReadLog
+from relviz.privacy.measure import (
+    CapReport,
+    Curator,
+    PrivateForeignKey,
+    PrivateTable,
+    ReadLog,
+    enforce_caps,
+)
 from relviz.privacy.mechanisms import (
     em_epsilon,
     exponential_mechanism,
     gaussian_mechanism,
     gaussian_sigma,
 )
-from relviz.privacy.sensitivity import CapReport, Multipliers, enforce_caps, multipliers
+from relviz.privacy.sensitivity import Multipliers, multipliers, truncation_stable
 
 __all__ = [
     "Accountant",
@@ -47,4 +54,5 @@ __all__ = [
     "Multipliers",
     "enforce_caps",
     "multipliers",
+    "truncation_stable",
 ]

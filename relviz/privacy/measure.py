@@ -21,12 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
-from relviz.database import Database
+from relviz.database import Database, drop_rows
 from relviz.encoding import EncodedTable, encode_table
 from relviz.schema import ForeignKey
 
-__all__ = ["Read", "ReadLog", "PrivateTable", "PrivateForeignKey", "PrivateLink", "Curator"]
+__all__ = ["Read", "ReadLog", "PrivateTable", "PrivateForeignKey", "PrivateLink", "Curator",
+           "CapReport", "enforce_caps", "keyed_row_hash"]
 
 
 @dataclass(frozen=True)
@@ -230,6 +232,121 @@ class PrivateLink:
         m = max(len(self._e1), 1)
         return all_marginals(self._enc1.codes, self._enc2.codes, self._e1, self._e2, list(workloads),
                              normalise_by=float(m) if normalise else 1.0)
+
+
+@dataclass(frozen=True)
+class CapReport:
+    """What :func:`enforce_caps` did (a curator view: counts of private rows).
+
+    Attributes:
+        rows: Frame with ``fk, cap, action, parents_over_cap, rows_removed, stable``; ``stable``
+            is the public, schema-level property of :func:`~relviz.privacy.sensitivity.truncation_stable`
+            (the same whether or not rows were removed).
+    """
+
+    rows: pd.DataFrame
+
+    @property
+    def changed(self) -> bool:
+        return bool(len(self.rows) and self.rows["rows_removed"].sum() > 0)
+
+    @property
+    def stable(self) -> bool:
+        """Whether every cap enforcement of the schema is stable (decided from the schema, so
+        that publishing it reveals nothing about the data)."""
+        return bool(self.rows["stable"].all()) if len(self.rows) else True
+
+    def __str__(self) -> str:
+        if not self.changed:
+            return "every degree cap holds: nothing truncated"
+        out = []
+        for r in self.rows[self.rows["rows_removed"] > 0].itertuples():
+            out.append(f"{r.fk}: τ = {r.cap}, {r.parents_over_cap:,} parent(s) over the cap, "
+                       f"{r.action}: {r.rows_removed:,} row(s) removed"
+                       + ("" if r.stable else " (not stable: guarantee w.r.t. the truncated data)"))
+        return "\n".join(out)
+
+
+def _splitmix64(z: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser (Steele, Lea, Flood 2014), a bijective mix of uint64."""
+    z = z * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def keyed_row_hash(df: pd.DataFrame, columns: Sequence[str], salt: int) -> np.ndarray:
+    """Keyed hash of each row's values in ``columns`` (all columns when empty).
+
+    pandas' ``hash_pandas_object`` hashes the values (its key only reaches text columns), then
+    the splitmix64 finaliser mixes in the public ``salt``. A function of the row's own values
+    only, so the order it induces within a group does not depend on any other row (what makes
+    cap enforcement stable).
+
+    Returns:
+        ``(len(df),)`` uint64.
+    """
+    cols = list(columns) or list(df.columns)
+    h = pd.util.hash_pandas_object(df[cols], index=False).to_numpy().astype(np.uint64)
+    with np.errstate(over="ignore"):
+        return _splitmix64(_splitmix64(h ^ np.uint64(int(salt) & 0xFFFFFFFFFFFFFFFF)))
+
+
+def enforce_caps(db: Database, *, salt: int = 0x5EED) -> tuple[Database, CapReport]:
+    """Make every degree cap of the privacy unit true (``relviz.privacy.sensitivity``, Truncation).
+
+    For each capped FK with a private child, each parent keeps the τ children that come first in
+    the keyed hash of their primary key (of all their columns when the table has none); ties,
+    which need equal keys, keep the stored order. With ``PrivacyUnit(truncate="parents")`` an FK
+    whose parent is the entity instead loses the parents over the cap with their dependants.
+
+    Args:
+        db: The private database (unchanged).
+        salt: Public key of the hash.
+
+    Returns:
+        ``(truncated database, report)``.
+    """
+    from relviz.privacy.ranking import rank_within_groups
+    from relviz.privacy.sensitivity import truncation_stable
+
+    schema = db.schema
+    unit = schema.privacy_unit
+    rows = []
+    if unit is None:
+        return db, CapReport(pd.DataFrame(rows, columns=_CAP_COLUMNS))
+    stable = truncation_stable(schema)
+    for fk_name, tau in unit.caps.items():
+        fk = schema.foreign_key(fk_name)
+        if schema.table(fk.child).public:
+            continue
+        idx = db.parent_index(fk)
+        deg = np.bincount(idx[idx >= 0], minlength=len(db[fk.parent]))
+        over = deg > tau
+        entity_parent = unit.entity is not None and fk.parent == unit.entity
+        if entity_parent and unit.truncate == "parents":
+            removed = int(over.sum() + deg[over].sum())
+            db = drop_rows(db, fk.parent, over) if over.any() else db
+            rows.append({"fk": fk.name, "cap": tau, "action": "removed parents over the cap "
+                         "with their dependants", "parents_over_cap": int(over.sum()),
+                         "rows_removed": removed, "stable": stable[fk.name]})
+            continue
+        keep = np.ones(len(idx), dtype=bool)
+        if over.any():
+            child = db[fk.child]
+            key = keyed_row_hash(child, schema.table(fk.child).primary_key, salt)
+            order = np.lexsort((np.arange(len(idx)), key))  # by hash, ties in stored order
+            rank = np.empty(len(idx), dtype=np.int64)
+            rank[order] = rank_within_groups(idx[order])
+            keep = (rank < tau) | (idx < 0)
+            db = drop_rows(db, fk.child, ~keep)
+        rows.append({"fk": fk.name, "cap": tau, "action": "dropped surplus children",
+                     "parents_over_cap": int(over.sum()), "rows_removed": int((~keep).sum()),
+                     "stable": stable[fk.name]})
+    return db, CapReport(pd.DataFrame(rows, columns=_CAP_COLUMNS))
+
+
+_CAP_COLUMNS = ["fk", "cap", "action", "parents_over_cap", "rows_removed", "stable"]
 
 
 class Curator:

@@ -1,7 +1,14 @@
-"""Sensitivities under the privacy unit: the entity's multipliers, and cap enforcement.
+"""Sensitivities under the privacy unit, each derived from one neighbouring relation per unit.
 
-Entity unit (spec/privlava.md §1.3, §10.3–10.4): neighbours differ by one tuple of the protected
-entity table ``R_0`` and every tuple depending on it. With the public group-size caps ``τ_e``:
+relviz protects one of two units (:class:`~relviz.schema.PrivacyUnit`); every sensitivity below is
+derived from the unit's single definition of a neighbour, and the neighbour tests in
+``tests/privacy/test_neighbours.py`` check each derivation on every neighbour of small random
+databases. The derivations are written out in ``docs/privacy.md``.
+
+**Entity unit** (Cai, Xiao, Wei, et al., "Privacy-preserving data synthesis for relational data
+with foreign keys" (PrivLava), SIGMOD 2023, §3 and the sensitivity analysis of its Appendix):
+neighbours differ by one tuple of the protected entity table ``R_0`` and every tuple depending on
+it. With the public group-size caps ``τ_e``:
 
 * ``r(R)``: tuples of ``R`` removed — ``r(R_0) = 1``, ``r(public) = 0``,
   ``r(R) = Σ_{e = R→X, X private} τ_e · r(X)`` (parents first);
@@ -12,7 +19,7 @@ entity table ``R_0`` and every tuple depending on it. With the public group-size
 * ``g_rem(e) = r(parent)``; ``g_mod(e) = x(e) + m(child)``.
 
 Sensitivity multipliers ("strict" mode is the default: a modified tuple or group moves mass
-from one cell to another, √2 in L2, 2 in L1; "paper" mode drops those factors, §10.4):
+from one cell to another, √2 in L2, 2 in L1; "paper" mode drops those factors):
 
 =========================================  =====================  =================
 query                                      paper                  strict
@@ -22,26 +29,43 @@ scores of one table (L1 distances)         ``r + m``              ``r + 2·m``
 group-size (degree) histogram of an FK     ``g_rem + g_mod``      ``g_rem + √2·g_mod``
 =========================================  =====================  =================
 
-and, relviz's addition, the per-parent child counts of an FK to a *public* parent (parent
-identities are public, so the vector of children per parent can be released): removing the
-closure removes ``x(e) = r(child)`` child tuples whose parents survive, so the L2 sensitivity is
-``x(e)`` (all of them may share one parent).
+and, relviz's addition, the per-parent child counts of an FK to a *public* parent: removing the
+closure removes ``x(e) = r(child)`` child tuples whose parents survive (L2 ``x(e)``: they may all
+share one parent), and the links of an FK (bi-adjacency) change by at most ``r + m`` of the child.
 
-Row unit (spec/relational-biadjacency.md §1.4): neighbours change one row of one private table
-(its values and its relationships, each row having at most ``τ_e`` children through ``e``); table
-sizes are public. Then a table histogram has L2 sensitivity √2 (one row moves between cells),
-a score 2, per-parent counts to a public parent √2 (one child moves), and a degree histogram of an
-FK with a private parent √2·(2τ_e + 1) (the changed row's own group and up to 2τ_e other groups
-each move one bin; triangle inequality over groups).
+**Row unit** (Cai, Wei, Yu, Zhang, "Differentially private synthetic relational data by learning a
+bi-adjacency matrix", §2.2 Def. 1): a neighbour changes **one row of one private table: its
+attribute values and every relationship attached to it**, i.e. its own FK values (it may move to
+another parent, or to null) and the FK values of the rows that reference it (its children may be
+re-pointed to other parents, and other rows may be re-pointed to it); both databases satisfy the
+caps ``τ_e`` and have the same table sizes (bounded DP). For an FK ``e = C → P``:
 
-Cap enforcement (:func:`enforce_caps`) makes the caps true before anything is measured. For an
-FK whose parent is the entity, either the surplus children beyond ``τ`` are dropped (default;
-kept in a data-independent order, a salted hash of the row position) or the parents over the cap
-are removed with their dependants (the paper's rule, ``PrivacyUnit(truncate="parents")``). Both
-are stable (spec/privlava.md §1.4): a neighbour removes a whole group, so which children of the
-other groups survive does not change. For other capped FKs the surplus children are dropped the
-same way, which is not stable (a child beyond the cap can slide in when another is removed): the
-DP guarantee then holds for the truncated database, and the report says so.
+* *child moves* ``d_e`` — children of ``e`` whose parent (or null) changes: a row of ``C`` moves
+  itself (1); a row of ``P`` sends its ≤ τ children away and takes ≤ τ others (2τ); a row of a
+  self-referential ``C = P`` does both (2τ + 1). A public ``P`` never changes: ``d_e = 1``.
+* *groups changed* (private ``P``): a row of ``C`` changes its old and new parent's degree (2); a
+  row of ``P`` changes itself, ≤ τ receivers and ≤ τ donors (2τ + 1); self-referential: 2τ + 3.
+  Each changed group moves one histogram count between two bins (√2 in L2), so the degree
+  histogram has L2 sensitivity ``√2·groups`` (triangle inequality over the groups).
+* *null count* (nullable FK): a row of ``C`` changes it by 1, a row of ``P`` by ≤ τ (children sent
+  to null net of children taken from null), self-referential τ + 1.
+* table histograms: one row moves between cells, √2 (scores: 2); per-parent counts to a public
+  parent (with the null count): one child moves, √2;
+* links of a relation (bi-adjacency): ``d_e`` moves, each √2 in L2 and 2 in L1; a many-to-many
+  link table ``L → T1, T2``: a row of ``L`` moves one pair, a row of ``T_i`` 2τ_i pairs, a
+  self-relation (``T1 = T2``) 2τ1 + 2τ2.
+
+**Truncation.** Caps are enforced before anything is measured (``relviz.privacy.measure``
+``enforce_caps``): surplus children beyond ``τ`` are dropped, keeping in each group the τ children
+that come first in a keyed hash of their primary key (a rule that depends only on the group's own
+rows), or, for an FK whose parent is the entity and ``truncate="parents"``, the parents over the
+cap are removed with their dependants. :func:`truncation_stable` says, from the schema alone, for
+which FKs this is a *stable* transformation — ``trunc(D − t) = trunc(D) − closure(t)`` — so that
+the guarantee holds for the raw database: under the entity unit exactly when no child of the FK can
+be removed while its parent survives (``x(e) = 0``); never under the row unit (a child moving out of
+a full group lets a dropped sibling back in). Otherwise the guarantee holds for the truncated
+database, and the ledger says so, based on the unit and caps alone (never on whether rows were
+actually dropped, which is private).
 """
 
 from __future__ import annotations
@@ -49,21 +73,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
-
-from relviz.database import Database, drop_rows
 from relviz.errors import SchemaError
 from relviz.schema import ForeignKey, PrivacyUnit, Schema
 
-__all__ = ["Multipliers", "multipliers", "enforce_caps", "CapReport"]
+__all__ = ["Multipliers", "multipliers", "truncation_stable"]
 
 
 @dataclass(frozen=True)
 class Multipliers:
-    """Sensitivity multipliers of a schema under its privacy unit.
+    """Sensitivities of a schema's queries under its privacy unit (see the module docstring).
 
-    Multiply a mechanism's own add/remove-one-row sensitivity by the matching multiplier.
+    Multiply a mechanism's own add/remove-one-row sensitivity by the matching multiplier. Every
+    method is public: it reads the schema and the caps, never data.
+
+    Raises (from the row-unit methods):
+        SchemaError: an FK with a private parent has no degree cap τ.
     """
 
     unit: PrivacyUnit
@@ -78,48 +102,119 @@ class Multipliers:
     def strict(self) -> bool:
         return self.unit.accounting == "strict"
 
+    @property
+    def row_unit(self) -> bool:
+        return self.unit.entity is None
+
+    # -- the row unit's one neighbour: counts derived from "one row and its relationships" -----
+    def _tau(self, fk: ForeignKey) -> int:
+        """τ of ``fk`` for the row unit (0 for a public parent, whose rows never change)."""
+        if self.schema.table(fk.parent).public:
+            return 0
+        tau = self.unit.caps.get(fk.name)
+        if tau is None:
+            raise SchemaError(f"FK {fk.name!r} has a private parent and needs a degree cap τ "
+                              "for the row-level unit")
+        return int(tau)
+
+    def _row_counts(self, fk: ForeignKey) -> tuple[int, int, int]:
+        """Row unit: (child moves, groups changed, null-count change) of ``fk``, maximised over
+        the table whose row changes."""
+        tau = self._tau(fk)
+        if fk.self_referential:
+            return 2 * tau + 1, 2 * tau + 3, tau + 1
+        return max(1, 2 * tau), max(2, 2 * tau + 1), max(1, tau)
+
+    # -- table queries -------------------------------------------------------------------------
     def table_histogram(self, table: str) -> float:
         """L2 multiplier for histogram queries (marginals, totals) on ``table``."""
-        if self.unit.entity is None:
+        if self.row_unit:
             return math.sqrt(2.0)
         r, m = self.r[table], self.m[table]
         return r + (math.sqrt(2.0) if self.strict else 1.0) * m
 
     def table_score(self, table: str) -> float:
         """Multiplier for score queries (L1 distances between a marginal and a fixed model)."""
-        if self.unit.entity is None:
+        if self.row_unit:
             return 2.0
         r, m = self.r[table], self.m[table]
         return r + (2.0 if self.strict else 1.0) * m
 
+    # -- FK queries ----------------------------------------------------------------------------
     def degree_histogram(self, fk: str) -> float:
         """L2 sensitivity of the histogram of group sizes (children per parent) of ``fk``."""
-        if self.unit.entity is None:
-            tau = self.unit.caps.get(fk)
-            if tau is None:
-                raise SchemaError(f"FK {fk!r} needs a degree cap for the row-level unit")
-            return math.sqrt(2.0) * (2 * int(tau) + 1)
+        if self.row_unit:
+            return math.sqrt(2.0) * self._row_counts(self.schema.foreign_key(fk))[1]
         return self.g_rem[fk] + (math.sqrt(2.0) if self.strict else 1.0) * self.g_mod[fk]
 
+    def null_count(self, fk: str) -> float:
+        """Sensitivity of the number of children of ``fk`` with a null FK."""
+        f = self.schema.foreign_key(fk)
+        if self.row_unit:
+            return float(self._row_counts(f)[2])
+        return self.table_histogram(f.child)
+
+    def degree_release(self, fk: str, *, with_null: bool) -> float:
+        """L2 sensitivity of the degree histogram, with the null count appended when
+        ``with_null`` (the two parts change together, so their bounds add in quadrature)."""
+        d = self.degree_histogram(fk)
+        return math.hypot(d, self.null_count(fk)) if with_null else d
+
     def parent_counts(self, fk: str) -> float:
-        """L2 sensitivity of the vector of children per (public) parent of ``fk``."""
-        if self.unit.entity is None:
+        """L2 sensitivity of the vector of children per (public) parent of ``fk`` (null count
+        included as the last cell)."""
+        if self.row_unit:
             return math.sqrt(2.0)
         return float(max(self.x[fk], 0))
 
     def edges_changed(self, fk: str) -> int:
-        """Most relationships of ``fk`` one neighbour can change (``d`` of the bi-adjacency spec)."""
-        if self.unit.entity is None:
-            return int(self.unit.caps.get(fk, 1))
-        child = self.schema.foreign_key(fk).child
-        return int(self.r[child] + self.m[child]) or 1
+        """Most links of ``fk`` that one neighbour can add, remove or re-point (``d`` of the
+        bi-adjacency method; each counts 2 in L1 and √2 in L2 of a link-count marginal, and at
+        most 1 in the number of links)."""
+        f = self.schema.foreign_key(fk)
+        if self.row_unit:
+            return self._row_counts(f)[0]
+        return max(1, int(self.r[f.child] + self.m[f.child]))
 
-    def table_frame(self) -> pd.DataFrame:
-        """Tidy view for reports: one row per table with r, m and both multipliers."""
-        rows = [{"table": t, "removed r": self.r.get(t, 0), "modified m": self.m.get(t, 0),
-                 "histogram": self.table_histogram(t), "score": self.table_score(t)}
-                for t in self.schema.private_tables]
-        return pd.DataFrame(rows)
+    def pairs_changed(self, fk1: str, fk2: str) -> int:
+        """Most distinct pairs of the many-to-many relation through the link table of ``fk1``
+        and ``fk2`` that one neighbour can add, remove or move."""
+        f1, f2 = self.schema.foreign_key(fk1), self.schema.foreign_key(fk2)
+        if not self.row_unit:
+            return max(1, int(self.r[f1.child] + self.m[f1.child]))
+        t1, t2 = self._tau(f1), self._tau(f2)
+        if f1.parent == f2.parent:
+            return max(1, 2 * t1 + 2 * t2)
+        return max(1, 2 * t1, 2 * t2)
+
+    def link_count_public(self, fk: str) -> bool:
+        """Whether the number of links of ``fk`` is a public fact: under the row unit (table
+        sizes public) for a non-nullable FK it is the child table's size; never under the entity
+        unit."""
+        return self.row_unit and not self.schema.foreign_key(fk).nullable
+
+
+def truncation_stable(schema: Schema) -> dict[str, bool]:
+    """For every capped FK with a private child: is cap enforcement a stable transformation?
+
+    Decided from the schema and the unit alone (see the module docstring): under the entity unit
+    when no child can be removed while its parent survives (``x(e) = 0``, e.g. the FK whose parent
+    is the entity), never under the row unit.
+
+    Returns:
+        ``{fk name: stable}``.
+    """
+    unit = schema.privacy_unit
+    if unit is None:
+        return {}
+    mult = multipliers(schema)
+    out = {}
+    for name in unit.caps:
+        fk = schema.foreign_key(name)
+        if schema.table(fk.child).public:
+            continue
+        out[name] = (not mult.row_unit) and mult.x.get(name, 1) == 0
+    return out
 
 
 def multipliers(schema: Schema) -> Multipliers:
@@ -170,88 +265,3 @@ def multipliers(schema: Schema) -> Multipliers:
         for fk in schema.fks_from(t):
             g_mod[fk.name] = x[fk.name] + m[t]
     return Multipliers(unit, schema, r, m, x, g_rem, g_mod)
-
-
-@dataclass(frozen=True)
-class CapReport:
-    """What :func:`enforce_caps` removed (a curator view: counts of private rows).
-
-    Attributes:
-        rows: Frame with ``fk, cap, action, parents_over_cap, rows_removed, stable``.
-    """
-
-    rows: pd.DataFrame
-
-    @property
-    def changed(self) -> bool:
-        return bool(len(self.rows) and self.rows["rows_removed"].sum() > 0)
-
-    @property
-    def stable(self) -> bool:
-        """False when a non-stable truncation changed the data (guarantee w.r.t. truncated DB)."""
-        if not self.changed:
-            return True
-        sub = self.rows[self.rows["rows_removed"] > 0]
-        return bool(sub["stable"].all())
-
-    def __str__(self) -> str:
-        if not self.changed:
-            return "every degree cap holds: nothing truncated"
-        out = []
-        for r in self.rows[self.rows["rows_removed"] > 0].itertuples():
-            out.append(f"{r.fk}: τ = {r.cap}, {r.parents_over_cap:,} parent(s) over the cap, "
-                       f"{r.action}: {r.rows_removed:,} row(s) removed"
-                       + ("" if r.stable else " (not stable: guarantee w.r.t. the truncated data)"))
-        return "\n".join(out)
-
-
-def _salted_rank(n: int, salt: int) -> np.ndarray:
-    """A data-independent pseudo-random order of row positions (splitmix64 of position ⊕ salt)."""
-    z = (np.arange(n, dtype=np.uint64) + np.uint64(salt)) * np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def enforce_caps(db: Database, *, salt: int = 0x5EED) -> tuple[Database, CapReport]:
-    """Make every degree cap of the privacy unit true (see the module docstring).
-
-    Returns:
-        ``(truncated database, report)``; ``db`` is unchanged.
-    """
-    from relviz.relational.biadjacency.clipping import rank_within_groups  # (import cycle)
-
-    schema = db.schema
-    unit = schema.privacy_unit
-    rows = []
-    if unit is None:
-        return db, CapReport(pd.DataFrame(rows))
-    for fk_name, tau in unit.caps.items():
-        fk = schema.foreign_key(fk_name)
-        if schema.table(fk.child).public:
-            continue
-        idx = db.parent_index(fk)
-        deg = np.bincount(idx[idx >= 0], minlength=len(db[fk.parent]))
-        over = deg > tau
-        entity_parent = unit.entity is not None and fk.parent == unit.entity
-        if entity_parent and unit.truncate == "parents":
-            removed = int(over.sum() + deg[over].sum())
-            db = drop_rows(db, fk.parent, over) if over.any() else db
-            rows.append({"fk": fk.name, "cap": tau, "action": "removed parents over the cap "
-                         "with their dependants", "parents_over_cap": int(over.sum()),
-                         "rows_removed": removed, "stable": True})
-        else:
-            keep = np.ones(len(idx), dtype=bool)
-            if over.any():
-                # rank children within their parent in a public salted order, keep the first τ
-                # (the clipping of spec/relational-biadjacency.md §1.5 with a public permutation)
-                order = np.argsort(_salted_rank(len(idx), salt), kind="stable")
-                rank = np.empty(len(idx), dtype=np.int64)
-                rank[order] = rank_within_groups(idx[order])
-                keep = (rank < tau) | (idx < 0)
-                db = drop_rows(db, fk.child, ~keep)
-            rows.append({"fk": fk.name, "cap": tau, "action": "dropped surplus children",
-                         "parents_over_cap": int(over.sum()), "rows_removed": int((~keep).sum()),
-                         "stable": entity_parent})
-    return db, CapReport(pd.DataFrame(rows, columns=["fk", "cap", "action", "parents_over_cap",
-                                                     "rows_removed", "stable"]))

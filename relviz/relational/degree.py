@@ -28,7 +28,6 @@ and the parent's attributes. That is what bi-adjacency (issue 5) improves on.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
@@ -49,6 +48,9 @@ __all__ = ["DegreeLinker", "DegreeLink", "round_counts"]
 
 SOURCE = ("degree baseline: noisy degree histogram + random assignment "
           "(spec/relational-biadjacency.md §7.1 baseline; Gaussian mechanism, Bun & Steinke 2016)")
+
+
+ZERO_KEEP_SIGMAS = 3.0  # noisy per-parent counts at or above 3σ are never zeroed by the auto rule
 
 
 def round_counts(weights: np.ndarray, total: int, rng: np.random.Generator) -> np.ndarray:
@@ -145,11 +147,16 @@ class DegreeLinker:
     def _zeroed(self, noisy: np.ndarray, sigma: float) -> np.ndarray:
         """Post-processing of noisy per-parent counts (see the class docstring)."""
         if self.zero == "auto":
-            n_zero = min(len(noisy), 2 * int((noisy <= 0).sum()))
+            # ẑ = 2·#{noisy ≤ 0} estimates the childless parents; but a parent whose noisy count
+            # is ≥ 3σ is kept whatever ẑ says (a childless one gets there with probability
+            # 0.13 %): when almost every parent is childless ẑ can reach n and would otherwise
+            # zero every weight (issue: flights.origin spread over all 1,458 airports).
+            n_zero = min(len(noisy), 2 * int((noisy <= 0).sum()),
+                         int((noisy < ZERO_KEEP_SIGMAS * sigma).sum()))
             keep = np.argsort(-noisy, kind="stable")[: len(noisy) - n_zero]
             out = np.zeros_like(noisy)
             out[keep] = np.clip(noisy[keep], 0, None)
-            return out
+            return out if out.any() else np.clip(noisy, 0, None)
         return np.where(noisy >= float(self.zero) * sigma, np.clip(noisy, 0, None), 0.0)
 
     def problems(self, schema: Schema, fk: ForeignKey) -> list[Problem]:
@@ -182,11 +189,9 @@ class DegreeLinker:
             label = f"children per {fk.parent} row" + (" + null count" if fk.nullable else "")
             return {label: gaussian_sigma(multipliers.parent_counts(fk.name), rho)}
         tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
-        d_hist = multipliers.degree_histogram(fk.name)
-        if fk.nullable:
-            sens = math.hypot(d_hist, multipliers.table_histogram(fk.child))
-            return {f"degree histogram 0…{tau} + null count": gaussian_sigma(sens, rho)}
-        return {f"degree histogram 0…{tau}": gaussian_sigma(d_hist, rho)}
+        sens = multipliers.degree_release(fk.name, with_null=fk.nullable)
+        label = f"degree histogram 0…{tau}" + (" + null count" if fk.nullable else "")
+        return {label: gaussian_sigma(sens, rho)}
 
     def fit(self, rel: PrivateForeignKey, budget: Budget, *, schema: Schema,
             multipliers: Multipliers, progress: Reporter, synthetic: object = None) -> DegreeLink:
@@ -212,17 +217,16 @@ class DegreeLinker:
             return DegreeLink(True, w, null_share, 0)
         tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
         hist = rel.degree_histogram(tau)
-        d_hist = multipliers.degree_histogram(fk.name)
         if fk.nullable:
             n_null = np.array([rel.parent_counts()[-1]])
-            d_null = multipliers.table_histogram(fk.child)
             noisy, _ = budget.gaussian(
                 np.concatenate([hist, n_null]), rho=budget.rho,
-                sensitivity=math.hypot(d_hist, d_null),
+                sensitivity=multipliers.degree_release(fk.name, with_null=True),
                 label=f"degree histogram 0…{tau} + null count", module="degree", source=SOURCE)
             hist_noisy, null_noisy = noisy[:-1], max(noisy[-1], 0.0)
         else:
-            hist_noisy, _ = budget.gaussian(hist, rho=budget.rho, sensitivity=d_hist,
+            hist_noisy, _ = budget.gaussian(hist, rho=budget.rho,
+                                            sensitivity=multipliers.degree_histogram(fk.name),
                                             label=f"degree histogram 0…{tau}", module="degree",
                                             source=SOURCE)
             null_noisy = 0.0

@@ -16,7 +16,7 @@ import pytest
 
 import relviz.datasets as datasets
 from relviz.database import Database
-from relviz.privacy.sensitivity import enforce_caps
+from relviz.privacy.measure import enforce_caps
 from relviz.schema import Schema
 
 NAMES = ("nycflights13", "movielens", "schools", "baseball")

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from relviz.database import Database
-from relviz.privacy.measure import Curator
-from relviz.privacy.sensitivity import enforce_caps, multipliers
+from relviz.privacy.measure import Curator, enforce_caps
+from relviz.privacy.sensitivity import multipliers, truncation_stable
 from relviz.schema import ForeignKey, PrivacyUnit, Schema, Table
 from tests.conftest import tiny_frames, tiny_schema
 
@@ -96,3 +96,88 @@ def test_curator_logs_every_read(tiny_db: Database) -> None:
     assert c.sum() == len(tiny_db["persons"])
     assert [r.query for r in cur.log.reads][:1] == ["marginal('sex', 'age')"]
     assert len(cur.log) == 3  # marginal, degrees (for the histogram), cross marginal
+
+
+def test_row_unit_derivations_from_one_neighbour() -> None:
+    """Row unit (one row and every relationship attached to it), τ = 4: a parent row sends its τ
+    children away and takes τ others, so 2τ links move and 2τ + 1 groups change."""
+    m = multipliers(tiny_schema(entity=None))
+    fk = "persons.hid->households"
+    assert m.edges_changed(fk) == 8
+    assert m.edges_changed("households.region->regions") == 1  # public parent: a child moves
+    assert m.parent_counts("households.region->regions") == pytest.approx(S2)
+    assert m.null_count(fk) == 4
+    assert m.degree_release(fk, with_null=True) == pytest.approx(math.hypot(S2 * 9, 4))
+    assert m.degree_release(fk, with_null=False) == pytest.approx(S2 * 9)
+    assert m.link_count_public(fk)  # non-null FK: the number of links is the child table size
+    people = Table("people", ("pid",), ())
+    self_fk = ForeignKey("people", ("mother",), "people", ("pid",), nullable=True)
+    ms = multipliers(Schema((people,), (self_fk,), PrivacyUnit(None, {self_fk.name: 2})))
+    assert ms.edges_changed(self_fk.name) == 5 and ms.null_count(self_fk.name) == 3
+    assert ms.degree_histogram(self_fk.name) == pytest.approx(S2 * 7)  # 2τ + 3 groups
+    assert not ms.link_count_public(self_fk.name)  # nullable: the number of links changes
+    with pytest.raises(Exception, match="needs a degree cap"):
+        multipliers(tiny_schema(entity=None, caps={})).edges_changed(fk)
+
+
+def test_many_to_many_pairs_changed() -> None:
+    a, b, link = Table("A", ("id",), ()), Table("B", ("id",), ()), Table("L", ("lid",), ())
+    f1, f2 = ForeignKey("L", ("a",), "A", ("id",)), ForeignKey("L", ("b",), "B", ("id",))
+    m = multipliers(Schema((a, b, link), (f1, f2), PrivacyUnit(None, {f1.name: 3, f2.name: 5})))
+    assert m.pairs_changed(f1.name, f2.name) == 10
+    g1, g2 = ForeignKey("L", ("a",), "A", ("id",)), ForeignKey("L", ("a2",), "A", ("id",))
+    ms = multipliers(Schema((a, link), (g1, g2), PrivacyUnit(None, {g1.name: 3, g2.name: 5})))
+    assert ms.pairs_changed(g1.name, g2.name) == 16
+
+
+def _closure_keys(db: Database, table: str, mask: np.ndarray) -> dict[str, set]:
+    """Primary keys per table of the rows that removing ``mask`` of ``table`` removes."""
+    from relviz.database import drop_rows
+
+    after = drop_rows(db, table, mask)
+    return {t: set(db[t].iloc[:, 0]) - set(after[t].iloc[:, 0]) for t in db.schema.table_names}
+
+
+def test_truncation_is_stable_for_the_entity_parent() -> None:
+    """trunc(D − t) = trunc(D) − closure(t) for every household t (τ = 2 on groups of 1–4)."""
+    db = Database(tiny_schema(caps={"persons.hid->households": 2}), tiny_frames())
+    trunc, report = enforce_caps(db)
+    assert report.stable and report.changed
+    keys = {t: set(trunc[t].iloc[:, 0]) for t in db.schema.table_names}
+    n = len(db["households"])
+    for i in range(n):
+        mask = np.zeros(n, dtype=bool)
+        mask[i] = True
+        gone = _closure_keys(db, "households", mask)
+        t2, _ = enforce_caps(_drop(db, mask))
+        for t in db.schema.table_names:
+            assert set(t2[t].iloc[:, 0]) == keys[t] - gone[t], (i, t)
+
+
+def _drop(db: Database, mask: np.ndarray) -> Database:
+    from relviz.database import drop_rows
+
+    return drop_rows(db, "households", mask)
+
+
+def test_truncation_keeps_children_by_keyed_hash_of_the_key() -> None:
+    """The kept children depend on the children's keys only: shuffling the rows changes nothing."""
+    frames = tiny_frames()
+    db = Database(tiny_schema(caps={"persons.hid->households": 2}), frames)
+    shuffled = dict(frames, persons=frames["persons"].sample(frac=1.0, random_state=3))
+    a, _ = enforce_caps(db)
+    b, _ = enforce_caps(Database(db.schema, shuffled))
+    assert set(a["persons"]["pid"]) == set(b["persons"]["pid"])
+    c, _ = enforce_caps(db, salt=7)  # another key keeps other children
+    assert set(c["persons"]["pid"]) != set(a["persons"]["pid"])
+
+
+def test_stability_is_a_property_of_the_schema() -> None:
+    """Published stability never depends on the data: the row unit is never stable, even when
+    nothing was truncated; an FK to a public parent under the entity unit is not either."""
+    row = Database(tiny_schema(entity=None, caps={"persons.hid->households": 10}), tiny_frames())
+    _, report = enforce_caps(row)
+    assert not report.changed and not report.stable
+    s = tiny_schema(caps={"persons.hid->households": 2, "households.region->regions": 50})
+    assert truncation_stable(s) == {"persons.hid->households": True,
+                                    "households.region->regions": False}

@@ -156,28 +156,34 @@ def test_one_to_many_every_child_has_one_parent() -> None:
 
 
 def test_self_referential_sensitivity_constant() -> None:
-    """§9.6: a row that is both child and parent touches d_child + d_parent links."""
+    """A row that is both child and parent: under the row neighbour (one row and every
+    relationship attached to it) it re-points its own link, sends its τ children away and takes τ
+    others: d = 2τ + 1 links."""
     people = Table("people", ("pid",), (Attribute.categorical("a", [0, 1, 2]),
                                         Attribute.categorical("b", [0, 1])))
     fk = ForeignKey("people", ("mother",), "people", ("pid",), nullable=True)
     s = Schema((people,), (fk,), PrivacyUnit(None, {fk.name: 4}))
     d = sensitivity_constant(s, multipliers(s), fk)
-    assert d == 1 + 4
-    # empirical: change one row's own link and its 4 children's links, TV moves ≤ d/m
+    assert d == 2 * 4 + 1
+    # empirical worst case: the row moves, its 4 children leave, 4 other rows become its children;
+    # TV moves ≤ d/m
     rng = np.random.default_rng(0)
     n = 200
     codes = np.stack([rng.integers(0, 3, n), rng.integers(0, 2, n)], 1)
     mother = rng.integers(0, n, n)
     mother[:4] = 10  # row 10 is the mother of rows 0–3 (a parent) and has a mother itself (a child)
+    mother[4:] = np.where(mother[4:] == 10, 11, mother[4:])
     wls = enumerate_workloads([3, 2], [3, 2], 3)
     m = n
     before = all_marginals(codes, codes, np.arange(n), mother, wls, normalise_by=float(m))
     changed, codes2 = mother.copy(), codes.copy()
     changed[[0, 1, 2, 3, 10]] = [50, 51, 52, 53, 54]  # the row's children move away and it moves too
+    changed[[20, 21, 22, 23]] = 10  # and it takes four other rows as children
     codes2[10] = [2, 1]
     after = all_marginals(codes2, codes2, np.arange(n), changed, wls, normalise_by=float(m))
     tv = max(0.5 * np.abs(p - q).sum() for p, q in zip(before, after))
     assert tv <= d / m + 1e-12
+    assert tv > (d - 4) / m  # the old d = τ + 1 would have been exceeded
 
 
 def test_synthesizer_with_biadjacency_edges() -> None:
@@ -236,7 +242,7 @@ def test_self_referential_fk_end_to_end() -> None:
     plan = plan.with_params(fk.name, n_iters=4, slice_cells=20_000)
     synth = RelationalSynthesizer(plan, random_state=0).fit(db)
     assert synth.accountant_.spent() == Fraction(plan.rho_total)
-    assert any("d = 7" in note for note in synth.accountant_.notes)  # d_child + d_parent = 1 + 6
+    assert any("d = 13" in note for note in synth.accountant_.notes)  # 2τ + 1 with τ = 6
     out = synth.sample()
     assert out.problems() == []
     m = out["people"]["mother"]

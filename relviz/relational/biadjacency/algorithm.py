@@ -145,6 +145,8 @@ class Settings:
             (self.workloads_per_iter >= 1, "workloads_per_iter must be ≥ 1"),
             (0 < self.alpha < 1, "alpha must be in (0, 1)"),
             (self.pool_size >= 1 and self.q_opt >= 1, "pool_size and q_opt must be ≥ 1"),
+            (self.pool_size >= self.workloads_per_iter,
+             "pool_size must be ≥ workloads_per_iter (K workloads are chosen from each pool)"),
             (self.slice_cells >= 4, "slice_cells must be ≥ 4"),
             (self.slices_per_iter >= 1, "slices_per_iter must be ≥ 1"),
             (0 <= self.guaranteed_frac < 1, "guaranteed_frac must be in [0, 1)"),
@@ -172,19 +174,19 @@ class Measurements:
         answers: Noisy normalised answers ``â_w`` (``(C_w,)`` float64 each; may be negative).
         sigma: Gaussian noise standard deviation per cell.
         beta_em: Inverse temperature of the selection (multiplies TV scores).
-        m: Public real edge count; ``d``: the sensitivity constant.
+        m: The edge count the answers are normalised by: public (row unit, non-null FK: the
+            child table's size) or a noisy release; never an exact private count.
+        d: The sensitivity constant (links one neighbour can change).
         epsilon0: Per-call privacy parameter ``ε0``.
-        selected_scores: Exact TV score of each selected workload at selection time (curator view).
     """
 
     workloads: list[Workload] = field(default_factory=list)
     answers: list[np.ndarray] = field(default_factory=list)
     sigma: float = math.nan
     beta_em: float = math.nan
-    m: int = 0
+    m: float = 0.0
     d: int = 1
     epsilon0: float = math.nan
-    selected_scores: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -234,7 +236,7 @@ class Calibration:
     sigma: float
 
 
-def calibrate(rho: Fraction | float, K: int, T: int, alpha: float, m: int, d: int) -> Calibration:
+def calibrate(rho: Fraction | float, K: int, T: int, alpha: float, m: float, d: int) -> Calibration:
     """The exact budget split of spec §3.2 for ``K·T`` selection/measurement pairs.
 
     >>> from relviz.privacy.accountant import rho_closed_form
@@ -545,9 +547,11 @@ def learn_relation(
             ``"mn"`` (distinct pairs).
         syn1, syn2: ``(n1s, d1)`` / ``(n2s, d2)`` int codes of the synthetic tables.
         dims1, dims2: Public domain sizes of their attributes.
-        real_marginals: Returns the exact real marginals of the given workloads normalised by
+        real_marginals: Returns the exact real link counts of the given workloads divided by
             ``m`` (a curator read, done once for all workloads).
-        m: Real (clipped) edge count, public in [J]'s bounded setting (§1.4).
+        m: The normaliser of the real marginals: the real edge count where it is public (row
+            unit, non-null 1:N FK) or its noisy release (``relviz.relational.biadjacency.linker``);
+            the sensitivities ``d/m`` and ``√2·d/m`` hold because ``m`` is a public number.
         d: Sensitivity constant (edges one neighbour can change; ``d_child + d_parent`` for a
             self-relation, §1.5).
         m_syn: Synthetic edge count (1:N: ``n1s``).
@@ -572,12 +576,12 @@ def learn_relation(
     n1s, n2s = syn1.shape[0], syn2.shape[0]
     wls = enumerate_workloads(dims1, dims2, s.k)
     K, T = schedule(len(wls), s)
-    meas = Measurements(m=int(m), d=int(d))
+    meas = Measurements(m=float(m), d=int(d))
     opt = _Optimiser(kind, syn1, syn2, s, rng, mask_diagonal, row_ids)
     e1, e2, parent = _initial(kind, n1s, n2s, m_syn, rng, mask_diagonal, initial)
     opt.m_syn = e1.size
     history: list[dict] = []
-    if T == 0 or m == 0:
+    if T == 0 or not m > 0:
         progress(1.0, "no workloads: relation left as initialised")
         return RelationResult(kind, parent, None if kind == "otm" else (e1, e2), meas, history)
     progress(0.0, f"reading {len(wls)} real cross-table marginals")
@@ -602,7 +606,6 @@ def learn_relation(
             j = budget.exponential(scores, rho=rho_em, sensitivity=score_sens,
                                    label=f"select workload (iteration {t + 1}/{T})", source=SOURCE_EM)
             w = pool[j]
-            meas.selected_scores.append(float(scores[j]))
             scores = np.delete(scores, j)
             pool.pop(j)
             noisy, sigma = budget.gaussian(p_real[w], rho=rho_gm, sensitivity=gm_sens,

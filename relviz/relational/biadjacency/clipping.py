@@ -19,28 +19,9 @@ from typing import Literal
 
 import numpy as np
 
+from relviz.privacy.ranking import rank_within_groups
+
 __all__ = ["clip_degrees", "degree_clip_mask", "rank_within_groups"]
-
-
-def rank_within_groups(keys: np.ndarray) -> np.ndarray:
-    """Rank of each element among the elements with the same key, in array order (a vectorised cumcount).
-
-    Args:
-        keys: ``(n,)`` integer keys.
-
-    Returns:
-        ``(n,)`` int64: ``r[i] = #{j < i : keys[j] == keys[i]}``.
-    """
-    keys = np.asarray(keys)
-    n = keys.size
-    order = np.argsort(keys, kind="stable")
-    sk = keys[order]
-    new_group = np.ones(n, dtype=bool)
-    new_group[1:] = sk[1:] != sk[:-1]
-    group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
-    ranks = np.empty(n, dtype=np.int64)
-    ranks[order] = np.arange(n) - group_start
-    return ranks
 
 
 def degree_clip_mask(

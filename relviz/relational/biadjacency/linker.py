@@ -11,12 +11,17 @@ attributes are synthesised by its single-table mechanism and attached to the lea
 random: their association with the parents' attributes is not modelled (documented limitation,
 §6.6).
 
-Public facts this method uses, as in [J]'s bounded setting (§1.4): the real number of links ``m``
-and the parents' real row counts (for ``m_syn``); they are recorded in the ledger notes. The
-sensitivity constant ``d`` (edges one neighbour can change) comes from the privacy unit: under an
-entity unit it is the number of link rows that one entity's closure can remove or modify
-(``Multipliers.edges_changed``); under the row unit it is the FK's cap τ for a private parent
-(1 for a public one), ``τ1 + τ2`` … see :func:`sensitivity_constant`.
+Counts. [J] (§2.2) works under bounded DP, where the number of links ``m`` and the tables' sizes
+are public. In relviz they are public only under the row unit for a non-null 1:N FK (``m`` is then
+the child table's size); everywhere else (entity unit, nullable FK, many-to-many distinct pairs)
+``m`` changes between neighbours, so it is released with the Gaussian mechanism (``count_share``
+of the budget, sensitivity ``d``) and only the noisy ``m̂`` is used: the real link-count marginals
+are divided by ``m̂`` (a public number, so the sensitivities ``d/m̂`` of the TV scores and ``√2·d/m̂``
+of the measurements hold), and the synthetic many-to-many relation gets ``round(m̂)`` pairs for the
+fit-time synthetic tables (whose sizes are themselves noisy releases). No exact private count is
+written into the ledger or the fitted model. The sensitivity constant ``d`` (links one neighbour
+can add, remove or re-point) comes from the privacy unit's one neighbour definition
+(``Multipliers.edges_changed`` / ``Multipliers.pairs_changed``): see :func:`sensitivity_constant`.
 
 relviz extension (1:N, on by default): the relation starts from the DP degree baseline's
 assignment (``init="degree"``, costing ``init_share`` of the FK's budget: per-parent counts for a
@@ -72,29 +77,37 @@ def _fingerprint(*arrays: np.ndarray) -> str:
 
 def sensitivity_constant(schema: Schema, multipliers: Multipliers, fk: ForeignKey,
                          other: ForeignKey | None = None) -> int:
-    """``d``: the most links of a relation one neighbouring database can change (§1.4–1.5).
+    """``d``: the most links of a relation one neighbouring database can add, remove or re-point.
+
+    Derived from the privacy unit's neighbour definition (``relviz.privacy.sensitivity``):
 
     * Entity unit: link rows of the (link) child table removed or modified by one entity's
-      closure, ``r + m`` of the child (``Multipliers.edges_changed``).
-    * Row unit, 1:N FK: a child row changes 1 link; a private parent row up to its cap τ;
-      self-referential: ``1 + τ`` (a row is a child and a parent).
-    * Row unit, M:N link table: a link row changes 1 link, a parent row up to its FK's cap:
-      ``max(τ1, τ2)``; both FKs to the same table: ``τ1 + τ2``.
+      closure, ``r + m`` of the child.
+    * Row unit, 1:N FK: a child row re-points its own link (1); a private parent row sends its
+      ≤ τ children elsewhere and takes ≤ τ others (2τ); self-referential: ``2τ + 1``.
+    * Row unit, M:N link table: a link row moves 1 pair, a parent row ``2τ_i``; both FKs to the
+      same table: ``2τ1 + 2τ2``.
+
+    Raises:
+        SchemaError: a private parent without a degree cap under the row unit.
     """
-    unit = schema.privacy_unit
-    if unit is None:
+    if schema.privacy_unit is None:
         raise ValueError("the schema has no privacy unit")
-    if unit.entity is not None:
-        return max(1, multipliers.edges_changed(fk.name))
-
-    def cap(f: ForeignKey) -> int:
-        return int(unit.caps.get(f.name, 1)) if not schema.table(f.parent).public else 1
-
     if other is None:
-        return 1 + cap(fk) if fk.self_referential else max(1, cap(fk))
-    if fk.parent == other.parent:
-        return cap(fk) + cap(other)
-    return max(1, cap(fk), cap(other))
+        return multipliers.edges_changed(fk.name)
+    return multipliers.pairs_changed(fk.name, other.name)
+
+
+def release_link_count(m: int, d: int, budget: Budget, rho: Fraction, what: str) -> float:
+    """Noisy number of links ``m̂ = m + N(0, σ²)`` (sensitivity ``d``), at least 1.
+
+    Used wherever ``m`` is not a public fact (see the module docstring); the clamp is
+    post-processing.
+    """
+    noisy, _ = budget.gaussian(np.array([float(m)]), rho=rho, sensitivity=float(d),
+                               label=f"number of {what}", module="biadjacency",
+                               source="Gaussian mechanism on the link count (Bun & Steinke 2016)")
+    return max(float(noisy[0]), 1.0)
 
 
 def _settings(obj: Settings) -> Settings:
@@ -178,6 +191,7 @@ class BiadjacencyLinker(Settings):
     needs_synthetic_tables: ClassVar[bool] = True
     init: Literal["degree", "random"] = "degree"
     init_share: float = 0.2
+    count_share: float = 0.05
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -185,6 +199,8 @@ class BiadjacencyLinker(Settings):
             raise ValueError("init must be 'degree' or 'random'")
         if not 0 < self.init_share < 1:
             raise ValueError("init_share must be in (0, 1)")
+        if not 0 < self.count_share < 1 or self.init_share + self.count_share >= 1:
+            raise ValueError("count_share must be in (0, 1) and init_share + count_share < 1")
 
     def settings(self) -> Settings:
         return _settings(self)
@@ -216,19 +232,30 @@ class BiadjacencyLinker(Settings):
         start = _initial_parents(degree_init, child, parent, budget.rng, progress, fk.self_referential)
         linked = np.flatnonzero(start >= 0)
         out = np.full(child.n_rows, -1, dtype=np.int64)
-        m = rel.link_count()
         d = sensitivity_constant(schema, multipliers, fk)
+        rho_count = Fraction(0)
+        if multipliers.link_count_public(fk.name):
+            m = float(rel.link_count())  # = the child table's size, public under the row unit
+            how = "public (row unit: the child table's size)"
+        else:
+            rho_count = budget.rho * to_fraction(self.count_share)
+            m = release_link_count(rel.link_count(), d, budget, rho_count, f"links of {fk.name}")
+            how = "released with noise"
+
+        def real_marginals(wls: list) -> list[np.ndarray]:
+            return [a / m for a in rel.workload_marginals(wls, normalise=False)]
+
         res: RelationResult | None = None
         if linked.size and parent.n_rows:
             res = learn_relation(
                 kind="otm", syn1=child.codes[linked], syn2=parent.codes, dims1=child.sizes,
-                dims2=parent.sizes, real_marginals=rel.workload_marginals, m=m, d=d,
+                dims2=parent.sizes, real_marginals=real_marginals, m=m, d=d,
                 m_syn=int(linked.size), budget=budget, settings=settings, rng=budget.rng,
-                progress=progress, initial=start[linked], rho=budget.rho - rho_init,
+                progress=progress, initial=start[linked], rho=budget.rho - rho_init - rho_count,
                 row_ids=linked if fk.self_referential else None)
             out[linked] = res.parent
         budget.accountant.notes.append(
-            f"{fk.name}: bi-adjacency treats the number of links m = {m:,} as public ([J] §2.2); "
+            f"{fk.name}: bi-adjacency normalises by the number of links, {how}; "
             f"sensitivity constant d = {d}")
         meas = res.measurements if res is not None else Measurements(m=m, d=d)
         return BiadjacencyLink(settings, meas, _fingerprint(child.codes, parent.codes), out, degree_init,
@@ -243,8 +270,8 @@ class BiadjacencyM2N:
     measurements: Measurements
     fingerprint: str
     edges: tuple[np.ndarray, np.ndarray]
-    m: int
-    n1: int
+    m: float  # noisy number of distinct pairs
+    n1: int  # fit-time synthetic table sizes (noisy releases), the reference for m_syn
     n2: int
     self_relation: bool
     history: list[dict] = field(default_factory=list)
@@ -263,8 +290,8 @@ class BiadjacencyM2N:
         return res.edge_arrays()
 
 
-def _m_syn(m: int, n1: int, n2: int, n1s: int, n2s: int, self_rel: bool) -> int:
-    m_syn = m_syn_rule(m, n1, n2, n1s, n2s, "mn")
+def _m_syn(m: float, n1: int, n2: int, n1s: int, n2s: int, self_rel: bool) -> int:
+    m_syn = m_syn_rule(int(round(m)), max(n1, 1), max(n2, 1), n1s, n2s, "mn")
     cells = n1s * n2s - (min(n1s, n2s) if self_rel else 0)
     return int(max(0, min(m_syn, cells - 1)))
 
@@ -275,13 +302,22 @@ class BiadjacencyRelation(Settings):
     """Many-to-many bi-adjacency through a link table (spec §3, Algorithm R1).
 
     Hyper-parameters: the fields of :class:`~relviz.relational.biadjacency.algorithm.Settings`
-    (the ``otm_*`` ones do not apply).
+    (the ``otm_*`` ones do not apply), plus:
+
+    Args:
+        count_share: Share of the budget spent on the noisy number of distinct pairs.
     """
 
     name: ClassVar[str] = "biadjacency"
     label: ClassVar[str] = "Bi-adjacency (many-to-many, PGD + unbiased sampling)"
     gaussian_only: ClassVar[bool] = False
     needs_synthetic_tables: ClassVar[bool] = True
+    count_share: float = 0.05
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0 < self.count_share < 1:
+            raise ValueError("count_share must be in (0, 1)")
 
     def settings(self) -> Settings:
         return _settings(self)
@@ -301,16 +337,23 @@ class BiadjacencyRelation(Settings):
         fk1, fk2 = link.fk1, link.fk2
         t1, t2 = synthetic(fk1.parent), synthetic(fk2.parent)
         self_rel = fk1.parent == fk2.parent
-        m = link.link_count()
         d = sensitivity_constant(schema, multipliers, fk1, fk2)
-        m_syn = _m_syn(m, link.n1, link.n2, t1.n_rows, t2.n_rows, self_rel)
+        rho_count = budget.rho * to_fraction(self.count_share)
+        m = release_link_count(link.link_count(), d, budget, rho_count,
+                               f"distinct pairs of {fk1.child}")
+        # the fit-time tables' sizes are the released estimates of the parents' sizes: m̂ pairs
+        m_syn = _m_syn(m, t1.n_rows, t2.n_rows, t1.n_rows, t2.n_rows, self_rel)
+
+        def real_marginals(wls: list) -> list[np.ndarray]:
+            return [a / m for a in link.workload_marginals(wls, normalise=False)]
+
         res = learn_relation(kind="mn", syn1=t1.codes, syn2=t2.codes, dims1=t1.sizes, dims2=t2.sizes,
-                             real_marginals=link.workload_marginals, m=m, d=d, m_syn=m_syn,
+                             real_marginals=real_marginals, m=m, d=d, m_syn=m_syn,
                              budget=budget, settings=self.settings(), rng=budget.rng,
-                             progress=progress, mask_diagonal=self_rel)
+                             progress=progress, mask_diagonal=self_rel, rho=budget.rho - rho_count)
         budget.accountant.notes.append(
-            f"{fk1.child}: bi-adjacency treats the number of distinct links m = {m:,} and the parents' "
-            f"row counts ({link.n1:,}, {link.n2:,}) as public ([J] §2.2); sensitivity constant d = {d}")
+            f"{fk1.child}: bi-adjacency normalises by the number of distinct pairs, released with "
+            f"noise; sensitivity constant d = {d}")
         return BiadjacencyM2N(self.settings(), res.measurements, _fingerprint(t1.codes, t2.codes),
-                              res.edge_arrays(), m, link.n1, link.n2, self_rel, res.history)
+                              res.edge_arrays(), m, t1.n_rows, t2.n_rows, self_rel, res.history)
 
