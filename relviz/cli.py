@@ -7,9 +7,18 @@ Commands:
   built-ins; an inferred proposal for a user's data, to edit and pass back with ``--schema``).
 * ``relviz validate --data PATH --schema schema.json`` — report every problem at once.
 * ``relviz synth (--dataset NAME | --data PATH --schema schema.json) --epsilon E --delta D
-  --out DIR`` — fit, sample and write: ``tables/*.parquet``, ``synthetic.sqlite`` (with
-  PRIMARY/FOREIGN KEY constraints), ``ledger.json``, ``plan.json``, ``schema.json``,
-  ``report.html`` (self-contained), and print a summary.
+  --out DIR`` — fit, sample and write two folders, and print a summary:
+
+  - ``DIR/release/`` — the differentially private release, safe to share: ``tables/*.parquet``,
+    ``synthetic.sqlite`` (with PRIMARY/FOREIGN KEY constraints), ``ledger.json``, ``plan.json``,
+    ``schema.json``;
+  - ``DIR/curator/`` — for the data curator only (reads the real data, outside the guarantee):
+    ``report.html`` (self-contained: real-vs-synthetic comparisons), ``cap_report.txt`` (exactly
+    what the degree caps removed), ``timings.json``.
+
+  A schema whose domains (or FK nullability) were read from the data is refused unless
+  ``--allow-inferred-schema`` is given; the release is then not differentially private and the
+  ledger, the summary and ``report.html`` say so.
 
 ``--data`` takes a folder of CSV files (one per table), a SQLite file (``.sqlite``, ``.db``) or a
 DuckDB file (``.duckdb``). Exit status: 0 on success, 2 on invalid input (every problem listed),
@@ -25,7 +34,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["main"]
+__all__ = ["main", "RELEASE", "CURATOR", "RELEASE_FILES"]
+
+RELEASE = "release"
+"""Sub-folder of ``--out`` holding the differentially private release (safe to share)."""
+CURATOR = "curator"
+"""Sub-folder of ``--out`` holding what reads the real data (for the curator only)."""
+RELEASE_FILES = ("tables", "synthetic.sqlite", "ledger.json", "plan.json", "schema.json")
+"""Everything ``relviz synth`` writes into ``release/`` (``tables`` is a folder)."""
 
 
 def _load_data(args: argparse.Namespace):  # noqa: ANN202 - Database
@@ -123,7 +139,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
     t_start = time.perf_counter()
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    release, curator = out / RELEASE, out / CURATOR
     db = _load_data(args)
     if args.plan:  # the plan's own budget unless --epsilon / --delta are given
         plan = Plan.from_json(args.plan).with_budget(epsilon=args.epsilon, delta=args.delta)
@@ -132,6 +148,13 @@ def _cmd_synth(args: argparse.Namespace) -> int:
                             mechanism=args.mechanism, method=args.method)
         for line in plan.substitutions(db.schema, args.method):
             print(f"note: {line}", file=sys.stderr)
+    if args.noise:  # else the plan's sampler ("auto": OpenDP's exact noise unless --seed is given)
+        plan = plan.with_noise(args.noise)
+    try:
+        plan.resolved_noise(seeded=args.seed is not None)
+    except RelvizError as e:
+        print(f"relviz synth: {e}", file=sys.stderr)
+        return 2
     for table in args.relation or ():
         plan = plan.with_relation(db.schema, table, args.method if args.method != "degree"
                                   else "biadjacency")
@@ -141,10 +164,20 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
         print(DataError(problems), file=sys.stderr)
         return 2
+    inferred = db.schema.inferred_problems()
+    if inferred and not args.allow_inferred_schema:
+        from relviz.errors import SchemaError
+        from relviz.synthesizer import INFERRED_HEADLINE
+
+        print(SchemaError(inferred, headline=INFERRED_HEADLINE), file=sys.stderr)
+        return 2
     for w in db.warnings():
         print(f"warning: {w}", file=sys.stderr)
+    release.mkdir(parents=True, exist_ok=True)
+    curator.mkdir(parents=True, exist_ok=True)
     bar = _Bar(not args.quiet)
-    synth = RelationalSynthesizer(plan, random_state=args.seed, progress=bar)
+    synth = RelationalSynthesizer(plan, random_state=args.seed, progress=bar,
+                                  allow_inferred=args.allow_inferred_schema)
     timings: dict[str, float] = {}
     try:
         t0 = time.perf_counter()
@@ -157,50 +190,58 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         synth.cancel()
         bar.close()
         if hasattr(synth, "accountant_"):
-            synth.accountant_.to_json(out / "ledger.json")
-        print("interrupted: the ledger of what was spent is in ledger.json", file=sys.stderr)
+            synth.accountant_.to_json(release / "ledger.json")
+        print(f"interrupted: the ledger of what was spent is in {release / 'ledger.json'}",
+              file=sys.stderr)
         return 130
     except RelvizError as e:
         bar.close()
         if hasattr(synth, "accountant_"):
-            synth.accountant_.to_json(out / "ledger.json")
+            synth.accountant_.to_json(release / "ledger.json")
         print(f"relviz synth failed: {e}", file=sys.stderr)
         return 2
     bar.close()
     t0 = time.perf_counter()
-    syn.to_parquet(out / "tables")
-    syn.to_sqlite(out / "synthetic.sqlite")
-    synth.accountant_.to_json(out / "ledger.json")
-    plan.to_json(out / "plan.json")
-    db.schema.to_json(out / "schema.json")
+    syn.to_parquet(release / "tables")
+    syn.to_sqlite(release / "synthetic.sqlite")
+    synth.accountant_.to_json(release / "ledger.json")
+    plan.to_json(release / "plan.json")
+    db.schema.to_json(release / "schema.json")
+    (curator / "cap_report.txt").write_text(str(synth.cap_report_) + "\n", encoding="utf-8")
     timings["write"] = time.perf_counter() - t0
     summary = None
     if not args.no_report:
         t0 = time.perf_counter()
-        summary = _report(db, syn, synth, out, args)
+        summary = _report(db, syn, synth, curator, args)
         timings["report"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_start
     _print_summary(db, syn, synth, summary, timings, out)
-    (out / "timings.json").write_text(json.dumps(timings, indent=2) + "\n")
+    (curator / "timings.json").write_text(json.dumps(timings, indent=2) + "\n")
     return 0
 
 
-def _report(db, syn, synth, out: Path, args: argparse.Namespace):  # noqa: ANN001, ANN202
+def _report(db, syn, synth, curator: Path, args: argparse.Namespace):  # noqa: ANN001, ANN202
+    """Write ``curator/report.html`` (reads the real data: curator only)."""
     from relviz.evaluate import RelationalReport
     from relviz.evaluate.html import write_report
 
     report = RelationalReport().generate(db, syn)
     extra = {"cap enforcement (curator view)": str(synth.cap_report_),
              "sampling": "; ".join(synth.sample_report_) or "no rows dropped"}
-    write_report(out / "report.html", db, syn, ledger=synth.accountant_.to_dict(),
+    write_report(curator / "report.html", db, syn, ledger=synth.accountant_.to_dict(),
                  title=f"relviz — {db.schema.name or 'database'} at ε = {synth.plan_.epsilon_effective:g}",
                  extra=extra, report=report)
     return report
 
 
 def _print_summary(db, syn, synth, report, timings: dict[str, float], out: Path) -> None:  # noqa: ANN001
+    from relviz.synthesizer import NOT_DP
+
     acc = synth.accountant_
+    not_dp = [n for n in acc.notes if n.startswith(NOT_DP)]
     print(f"relviz synth: {db.schema.name or 'database'} → {out}")
+    for note in not_dp:
+        print(f"  WARNING — {note}")
     print(f"  privacy: ρ spent {float(acc.spent()):.6g} of {float(acc.rho_total):.6g} "
           f"(ε = {acc.epsilon_spent():.4g}, δ = {acc.delta:g}, {acc.conversion} conversion); "
           f"unit: {acc.unit}")
@@ -211,8 +252,12 @@ def _print_summary(db, syn, synth, report, timings: dict[str, float], out: Path)
     if report is not None:
         print(report.summary(indent="  "))
     print("  time: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
-    print("  wrote: tables/*.parquet, synthetic.sqlite, ledger.json, plan.json, schema.json"
-          + (", report.html" if report is not None else ""))
+    safe = ("NOT differentially private (domains read from the data, see the warning above): share "
+            "it only knowing that" if not_dp else "the differentially private release, safe to share")
+    print(f"  wrote {out / RELEASE}/ — {safe}:\n"
+          "    tables/*.parquet, synthetic.sqlite, ledger.json, plan.json, schema.json")
+    print(f"  wrote {out / CURATOR}/ — for the curator only, do NOT share (reads the real data):\n"
+          "    " + ("report.html, " if report is not None else "") + "cap_report.txt, timings.json")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -244,12 +289,16 @@ def _parser() -> argparse.ArgumentParser:
                    help="model link TABLE (two FKs) as one many-to-many relation (bi-adjacency); "
                         "repeatable")
     y.add_argument("--seed", type=int, default=None, help="seed (study/teaching only, not release)")
+    y.add_argument("--noise", choices=["numpy", "opendp"], default=None,
+                   help="noise sampler: opendp (exact, not seedable) or numpy (floating-point, "
+                        "seedable); default: opendp, or numpy with --seed")
     y.add_argument("--scale", type=float, default=1.0, help="row-count multiplier")
     y.add_argument("--out", required=True, help="output folder")
-    y.add_argument("--no-report", action="store_true", help="skip report.html")
+    y.add_argument("--no-report", action="store_true", help="skip curator/report.html")
     y.add_argument("--quiet", action="store_true", help="no progress bar")
     y.add_argument("--allow-inferred-schema", action="store_true",
-                   help="synthesise --data without --schema (domains read from data: not DP)")
+                   help="accept domains (or FK nullability) read from the data, with or without "
+                        "--schema: the release is NOT differentially private")
     return p
 
 

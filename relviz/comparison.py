@@ -381,7 +381,8 @@ class EpsilonSweep:
 
 
 def epsilon_sweep(db: Database, epsilons: Sequence[float], *, delta: float = 1e-6, plan: Plan | None = None,
-                  random_state: int | None = 0, k: int = 3, progress: Progress | None = None) -> EpsilonSweep:
+                  random_state: int | None = 0, k: int = 3, progress: Progress | None = None,
+                  allow_inferred: bool = False) -> EpsilonSweep:
     """Fit, sample and summarise utility (:func:`utility_summary`) at every ε of a grid.
 
     Args:
@@ -393,6 +394,8 @@ def epsilon_sweep(db: Database, epsilons: Sequence[float], *, delta: float = 1e-
         random_state: Seed of every run (a seeded sweep is for study, not for release).
         k: Order of the cross-table marginals.
         progress: ``progress(fraction, message)`` after each step.
+        allow_inferred: Passed to :class:`~relviz.synthesizer.RelationalSynthesizer` (domains
+            read from the data: the runs are then not differentially private).
 
     Returns:
         :class:`EpsilonSweep`.
@@ -409,7 +412,7 @@ def epsilon_sweep(db: Database, epsilons: Sequence[float], *, delta: float = 1e-
         if progress is not None:
             progress(i / len(grid), f"ε = {eps:g}: fitting ({i + 1}/{len(grid)})")
         t0 = time.perf_counter()
-        synth = RelationalSynthesizer(p, random_state=random_state).fit(db)
+        synth = RelationalSynthesizer(p, random_state=random_state, allow_inferred=allow_inferred).fit(db)
         t1 = time.perf_counter()
         fake = synth.sample()
         t2 = time.perf_counter()

@@ -233,10 +233,9 @@ class Database:
         return self
 
     def warnings(self) -> list[Problem]:
-        """Things that are valid but deserve attention: domains inferred from the data."""
-        return [Problem("inferred_domain",
-                        "domain was read from the data (not a public domain): confirm it",
-                        t, a) for t, a in self._schema.inferred_attributes()]
+        """Things that are valid but deserve attention: domains (and FK nullability) inferred from
+        the data (``Schema.inferred_problems``; synthesis refuses them unless allowed)."""
+        return self._schema.inferred_problems()
 
     # -- repair -----------------------------------------------------------------------------------
     def repair_orphans(self, how: Literal["drop", "null"] = "null",
@@ -570,7 +569,8 @@ def _schema_from_constraints(frames: Mapping[str, pd.DataFrame], pks: Mapping[st
         pcols = tuple(pcols) or tuple(pks.get(parent, ()))
         if parent in frames and child in frames:
             fk_objs.append(ForeignKey(child, tuple(cols), parent, pcols,
-                                      nullable=bool(frames[child][list(cols)].isna().any().any())))
+                                      nullable=bool(frames[child][list(cols)].isna().any().any()),
+                                      nullable_provenance="inferred"))
     tables = []
     for name, df in frames.items():
         pk = tuple(pks.get(name, ()))

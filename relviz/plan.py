@@ -37,6 +37,10 @@ def relation_name(table: str) -> str:
     return table + RELATION_SUFFIX
 
 ConversionChoice = Literal["auto", "zcdp", "gdp", "closed_form"]
+# Noise sampler of the run (relviz.privacy.noise): "auto" is OpenDP's exact samplers for an
+# unseeded run and numpy's seedable ones for a seeded run (study, teaching, tests).
+NoiseChoice = Literal["auto", "numpy", "opendp"]
+NOISE_CHOICES: tuple[str, ...] = ("auto", "numpy", "opendp")
 
 
 def to_fraction(x: float | int | str | Fraction) -> Fraction:
@@ -108,6 +112,8 @@ class Plan:
         components: One per private table and per private FK.
         conversion: ``"auto"``, ``"zcdp"``, ``"gdp"`` or ``"closed_form"``.
         rho: Optional total ρ given directly (then ε is derived for display).
+        noise: Noise sampler: ``"auto"`` (OpenDP's exact samplers, or numpy's when the run is
+            seeded), ``"numpy"`` or ``"opendp"``; see :meth:`resolved_noise`.
     """
 
     epsilon: float
@@ -115,6 +121,7 @@ class Plan:
     components: tuple[Component, ...]
     conversion: ConversionChoice = "auto"
     rho: float | None = None
+    noise: NoiseChoice = "auto"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "components", tuple(self.components))
@@ -125,6 +132,9 @@ class Plan:
             problems.append(Problem("bad_budget", f"δ must be in (0, 1) (got {self.delta!r})"))
         if self.rho is not None and not self.rho > 0:
             problems.append(Problem("bad_budget", "ρ must be positive"))
+        if self.noise not in NOISE_CHOICES:
+            problems.append(Problem("bad_noise", f"noise must be one of {', '.join(NOISE_CHOICES)} "
+                                    f"(got {self.noise!r})"))
         names = [c.name for c in self.components]
         for n in sorted({n for n in names if names.count(n) > 1}):
             problems.append(Problem("duplicate_component", "component listed twice", n))
@@ -350,6 +360,29 @@ class Plan:
     def with_conversion(self, conversion: ConversionChoice) -> Plan:
         return replace(self, conversion=conversion)
 
+    def with_noise(self, noise: NoiseChoice) -> Plan:
+        return replace(self, noise=noise)
+
+    def resolved_noise(self, seeded: bool) -> Literal["numpy", "opendp"]:
+        """The noise sampler a run uses (``"auto"``: ``"numpy"`` if seeded, else ``"opendp"``).
+
+        OpenDP draws from the operating system's CSPRNG and cannot be seeded, while a seed
+        promises a reproducible run; a seeded run is for study, never for release, so exact
+        noise buys it nothing. An explicit ``"opendp"`` with a seed is therefore refused
+        rather than silently half-reproducible.
+
+        Raises:
+            PlanError: if ``noise == "opendp"`` and the run is seeded.
+        """
+        if self.noise == "auto":
+            return "numpy" if seeded else "opendp"
+        if self.noise == "opendp" and seeded:
+            raise PlanError([Problem(
+                "seeded_exact_noise", "OpenDP's exact noise cannot be seeded: drop the seed "
+                "(random_state / --seed) for a release, or use noise='numpy' for a reproducible "
+                "study run")])
+        return self.noise  # type: ignore[return-value]
+
     # -- validation ---------------------------------------------------------------------------
     def problems(self, schema: Schema) -> list[Problem]:
         """Everything inconsistent between this plan and ``schema`` (all at once)."""
@@ -398,6 +431,19 @@ class Plan:
             if c.name in covered:
                 out.append(Problem("duplicate_component", "FK is modelled by a relation component "
                                    "and by an edge component", column=c.name))
+        if self.conversion == "gdp":  # the accountant accepts only Gaussian releases under GDP
+            lookups = {"table": table_class, "edge": edge_class, "relation": relation_class}
+            for c in self.components:
+                try:
+                    gaussian = lookups[c.kind](c.method).gaussian_only
+                except KeyError:
+                    continue  # an unknown method is reported above
+                if not gaussian:
+                    out.append(Problem(
+                        "bad_conversion",
+                        f"conversion='gdp' accounts only Gaussian releases, but {c.method!r} also "
+                        "uses non-Gaussian ones (e.g. the exponential mechanism); use "
+                        "conversion='auto' or 'zcdp', or a Gaussian-only method here", c.name))
         for t in sorted(private - named):
             out.append(Problem("missing_component", "private table has no mechanism in the plan", t))
         for e in sorted(edges - named - covered):
@@ -423,13 +469,14 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "delta": self.delta, "conversion": self.conversion,
-                "rho": self.rho, "components": [c.to_dict() for c in self.components]}
+                "rho": self.rho, "noise": self.noise,
+                "components": [c.to_dict() for c in self.components]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Plan:
         return cls(float(d["epsilon"]), float(d["delta"]),
                    tuple(Component.from_dict(c) for c in d["components"]),
-                   d.get("conversion", "auto"), d.get("rho"))
+                   d.get("conversion", "auto"), d.get("rho"), d.get("noise", "auto"))
 
     def to_json(self, path: str | Path | None = None) -> str:
         text = json.dumps(self.to_dict(), indent=2)

@@ -206,6 +206,9 @@ class Run:
         random_state: Seed of every draw (a seeded run is for study, not for release); each start
             uses it again.
         scale: Passed to :meth:`~relviz.synthesizer.RelationalSynthesizer.sample`.
+        allow_inferred: Passed to :class:`~relviz.synthesizer.RelationalSynthesizer`: accept a
+            schema whose domains were read from the data (the release is then **not**
+            differentially private). Off by default: such a run fails with the list of them.
 
     Attributes:
         db: The real database of the next start.
@@ -215,11 +218,12 @@ class Run:
     """
 
     def __init__(self, db: Database, plan: Plan | None = None, *, random_state: int | None = None,
-                 scale: float = 1.0) -> None:
+                 scale: float = 1.0, allow_inferred: bool = False) -> None:
         self.db = db
         self.plan = plan if plan is not None else Plan.default(db.schema)
         self.random_state = random_state
         self.scale = scale
+        self.allow_inferred = allow_inferred
         self._lock = threading.RLock()
         self._observers: list[Callable[[Run], None]] = []
         self._thread: threading.Thread | None = None
@@ -446,7 +450,8 @@ class Run:
 
         status, error, etype, result = "failed", "", "", None
         try:
-            synth = RelationalSynthesizer(plan, random_state=self.random_state, progress=self._on_event)
+            synth = RelationalSynthesizer(plan, random_state=self.random_state, progress=self._on_event,
+                                          allow_inferred=self.allow_inferred)
             with self._lock:
                 self._synth = synth
             if self._cancel.is_set():

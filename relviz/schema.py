@@ -4,8 +4,10 @@ privacy unit, and a first guess of all of these from data frames (``infer_schema
 Everything here is *public* by construction: a schema is what the curator declares before any
 private data are read (``shared/DESIGN.md`` §3). The one exception is :func:`infer_schema`, which
 reads the data to *propose* a schema; every domain it proposes is marked
-``provenance="inferred"`` and relviz warns about such domains until the curator confirms them,
-because observed values are not a public domain (spec/single-table-benchmark.md §5.3).
+``provenance="inferred"`` (an FK's nullability ``nullable_provenance="inferred"``); relviz warns
+about them and refuses to synthesise on them unless explicitly allowed (the release is then not
+differentially private), because observed values are not a public domain
+(spec/single-table-benchmark.md §5.3).
 
 The FK graph is held in networkx (a ``MultiDiGraph`` with edges parent → child, so a topological
 order lists parents first; several FKs between the same two tables are parallel edges).
@@ -365,6 +367,9 @@ class ForeignKey:
         parent_columns: The parent's primary-key columns, paired with ``columns``.
         nullable: Whether a child row may have no parent (all FK columns null).
         name: Identifier, by default ``"child.col1+col2->parent"``.
+        nullable_provenance: ``"declared"`` (public) or ``"inferred"`` (``nullable`` was read
+            from the data by :func:`infer_schema`: whether the FK holds nulls is then not a public
+            fact until confirmed).
     """
 
     child: str
@@ -373,6 +378,7 @@ class ForeignKey:
     parent_columns: tuple[str, ...] = ()
     nullable: bool = False
     name: str = ""
+    nullable_provenance: Literal["declared", "inferred"] = "declared"
 
     def __post_init__(self) -> None:
         for key in ("columns", "parent_columns"):
@@ -403,6 +409,7 @@ class ForeignKey:
             "parent": self.parent,
             "parent_columns": list(self.parent_columns),
             "nullable": self.nullable,
+            **({"nullable_provenance": "inferred"} if self.nullable_provenance == "inferred" else {}),
         }
 
     @classmethod
@@ -414,6 +421,7 @@ class ForeignKey:
             parent_columns=tuple(d.get("parent_columns") or d["columns"]),
             nullable=bool(d.get("nullable", False)),
             name=d.get("name", ""),
+            nullable_provenance=d.get("nullable_provenance", "declared"),
         )
 
 
@@ -438,6 +446,12 @@ class PrivacyUnit:
             are stable there, because a neighbour removes a whole group; other capped FKs always
             drop surplus children (not stable; reported).
         rationale: Why this unit and these caps (shown in reports).
+        cap_sources: How a cap was chosen, for caps not declared from public reasoning:
+            ``{fk: {"how": "curator view"}}`` (picked while looking at the real degrees: the
+            choice is not differentially private, and the ledger says so) or ``{fk: {"how": "dp",
+            "quantile": q, "rho": "p/q", "sensitivity": Δ, "candidates": [lo, hi]}}`` (a DP
+            quantile of the degrees, :func:`relviz.privacy.caps.dp_degree_cap`, whose ρ the run's
+            ledger charges).
     """
 
     entity: str | None = None
@@ -445,9 +459,16 @@ class PrivacyUnit:
     accounting: Literal["strict", "paper"] = "strict"
     truncate: Literal["children", "parents"] = "children"
     rationale: str = ""
+    cap_sources: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "caps", dict(self.caps))
+        object.__setattr__(self, "cap_sources", {k: dict(v) for k, v in self.cap_sources.items()
+                                                 if k in self.caps})
+        bad_src = [k for k, v in self.cap_sources.items() if v.get("how") not in ("curator view", "dp")]
+        if bad_src:
+            raise SchemaError([Problem("bad_cap", "a cap source is 'curator view' or 'dp'", column=k)
+                               for k in bad_src])
         bad = [k for k, v in self.caps.items() if int(v) != v or v < 1]
         if bad:
             raise SchemaError([Problem("bad_cap", "degree caps must be integers ≥ 1", column=k)
@@ -474,13 +495,15 @@ class PrivacyUnit:
                              "accounting": self.accounting, "truncate": self.truncate}
         if self.rationale:
             d["rationale"] = self.rationale
+        if self.cap_sources:
+            d["cap_sources"] = {k: dict(v) for k, v in self.cap_sources.items()}
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PrivacyUnit:
         return cls(entity=d.get("entity"), caps=dict(d.get("caps", {})),
                    accounting=d.get("accounting", "strict"), truncate=d.get("truncate", "children"),
-                   rationale=d.get("rationale", ""))
+                   rationale=d.get("rationale", ""), cap_sources=dict(d.get("cap_sources", {})))
 
 
 @dataclass(frozen=True)
@@ -678,6 +701,20 @@ class Schema:
         return [(t.name, a.name) for t in self.tables for a in t.attributes
                 if a.provenance == "inferred" and not t.public]
 
+    def inferred_foreign_keys(self) -> list[ForeignKey]:
+        """Private FKs whose nullability was read from the data (not public)."""
+        return [fk for fk in self.private_foreign_keys if fk.nullable_provenance == "inferred"]
+
+    def inferred_problems(self) -> list[Problem]:
+        """One problem per private fact read from the data: each inferred attribute domain and
+        each inferred FK nullability. A release built on them is not differentially private."""
+        out = [Problem("inferred_domain", "domain was read from the data (not a public domain): "
+                       "declare it", t, a) for t, a in self.inferred_attributes()]
+        out += [Problem("inferred_nullability", f"whether FK {fk.name!r} may be null was read from "
+                        "the data (not public): declare nullable", fk.child, ", ".join(fk.columns))
+                for fk in self.inferred_foreign_keys()]
+        return out
+
     # -- edits ---------------------------------------------------------------------------------
     def with_foreign_key(self, fk: ForeignKey) -> Schema:
         """A new schema with ``fk`` added (or replacing the FK of the same name)."""
@@ -717,10 +754,16 @@ class Schema:
     def with_privacy_unit(self, unit: PrivacyUnit | None) -> Schema:
         return replace(self, privacy_unit=unit)
 
-    def with_cap(self, fk: str, cap: int) -> Schema:
+    def with_cap(self, fk: str, cap: int, *, source: Mapping[str, Any] | None = None) -> Schema:
+        """A new schema with the degree cap τ of ``fk`` set; ``source`` says how it was chosen
+        when not from public reasoning (see ``PrivacyUnit.cap_sources``)."""
         self.foreign_key(fk)
         unit = self.privacy_unit or PrivacyUnit()
-        return replace(self, privacy_unit=replace(unit, caps={**unit.caps, fk: int(cap)}))
+        sources = {k: v for k, v in unit.cap_sources.items() if k != fk}
+        if source is not None:
+            sources[fk] = dict(source)
+        return replace(self, privacy_unit=replace(unit, caps={**unit.caps, fk: int(cap)},
+                                                  cap_sources=sources))
 
     # -- serialisation ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -937,7 +980,8 @@ def infer_schema(
     """Propose a schema from data frames: primary keys, foreign keys, attribute domains.
 
     This is a starting point for a curator, not a private step: it reads the data. Every
-    attribute domain is marked ``provenance="inferred"`` and every table private with a row-level
+    attribute domain is marked ``provenance="inferred"`` (and every FK's nullability
+    ``nullable_provenance="inferred"``) and every table private with a row-level
     privacy unit; FKs come from :func:`propose_foreign_keys` (one parent per child column, the
     best-contained; name matches first). Caller frames are not modified.
 
@@ -963,7 +1007,7 @@ def infer_schema(
         if fk.name in used_names:
             continue
         used_names.add(fk.name)
-        fks.append(fk)
+        fks.append(replace(fk, nullable_provenance="inferred"))
     tables = []
     for name, df in frames.items():
         exclude = set(pks[name]) | {c for fk in fks if fk.child == name for c in fk.columns}

@@ -19,6 +19,7 @@ import hashlib
 import secrets
 import time
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -26,18 +27,37 @@ import pandas as pd
 
 from relviz.database import Database
 from relviz.encoding import EncodedTable, decode_table, encode_table
-from relviz.errors import DataError, RelvizError
+from relviz.errors import DataError, Problem, RelvizError, SchemaError
 from relviz.plan import Plan
-from relviz.privacy.accountant import Accountant
+from relviz.privacy.accountant import Accountant, epsilon_from_rho
 from relviz.privacy.budget import Budget
-from relviz.privacy.measure import Curator
-from relviz.privacy.sensitivity import CapReport, enforce_caps, multipliers
+from relviz.privacy.caps import cap_releases_rho, charge_cap_releases
+from relviz.privacy.measure import CapReport, Curator, enforce_caps
+from relviz.privacy.sensitivity import multipliers, truncation_stable
 from relviz.progress import CancelToken, ProgressEvent, Reporter, silent
 from relviz.relational import get as get_linker
 from relviz.relational import get_relation
 from relviz.single import get as get_mechanism
 
-__all__ = ["RelationalSynthesizer"]
+__all__ = ["RelationalSynthesizer", "not_dp_note"]
+
+INFERRED_HEADLINE = (
+    "the schema holds facts read from the data, so the release would not be differentially "
+    "private. Declare each domain (and FK nullability) in the schema, or pass allow_inferred=True "
+    "(CLI: --allow-inferred-schema) to accept a release that is NOT differentially private")
+NOT_DP = "NOT DIFFERENTIALLY PRIVATE"
+
+
+def not_dp_note(inferred: list[Problem]) -> str:
+    """The ledger note of a run allowed on inferred facts (``Schema.inferred_problems``)."""
+    domains = [f"{p.table}.{p.column}" for p in inferred if p.kind == "inferred_domain"]
+    fks = [f"{p.table}.{p.column}" for p in inferred if p.kind == "inferred_nullability"]
+    what = "; ".join(part for part in (
+        "attribute domains " + ", ".join(domains) if domains else "",
+        "FK nullability of " + ", ".join(fks) if fks else "") if part)
+    return (f"{NOT_DP}: this release is not differentially private because its domains came from "
+            f"the data, not from a public declaration ({what}); explicitly allowed "
+            "(allow_inferred=True, CLI --allow-inferred-schema)")
 
 
 def _component_rng(seed: int | None, stage: str, name: str) -> np.random.Generator:
@@ -57,6 +77,11 @@ class RelationalSynthesizer:
         random_state: Seed for every random draw (noise, selection, sampling). A seeded run is
             reproducible for study and teaching; do not release seeded noise.
         progress: Callback receiving :class:`~relviz.progress.ProgressEvent`.
+        allow_inferred: Accept a schema with facts read from the data (attribute domains or FK
+            nullability marked ``"inferred"`` by :func:`~relviz.schema.infer_schema`). Off by
+            default: ``fit`` then refuses such a schema, because domains observed in the data are
+            not public and the release would **not** be differentially private. When on, the
+            ledger's notes say so.
 
     Attributes (after ``fit``):
         plan_: The plan used.
@@ -68,10 +93,12 @@ class RelationalSynthesizer:
     """
 
     def __init__(self, plan: Plan | None = None, *, random_state: int | None = None,
-                 progress: Callable[[ProgressEvent], None] | None = None) -> None:
+                 progress: Callable[[ProgressEvent], None] | None = None,
+                 allow_inferred: bool = False) -> None:
         self.plan = plan
         self.random_state = random_state
         self.progress = progress
+        self.allow_inferred = allow_inferred
         self._token = CancelToken()
 
     # -- control ----------------------------------------------------------------------------
@@ -93,6 +120,8 @@ class RelationalSynthesizer:
         """Spend the plan's budget on ``db`` and keep the fitted models.
 
         Raises:
+            SchemaError: the schema has domains or FK nullability read from the data and
+                ``allow_inferred`` is off (every such fact listed; nothing is read).
             DataError / SchemaError / PlanError: listing every problem, before anything is read.
             BudgetError: never in a valid plan (a bug guard: nothing is released beyond it).
             CancelledError: if :meth:`cancel` was called; the ledger records what was spent.
@@ -100,6 +129,9 @@ class RelationalSynthesizer:
         self._token.reset()
         start = time.perf_counter()
         plan = plan or self.plan or Plan.default(db.schema)
+        inferred = db.schema.inferred_problems()
+        if inferred and not self.allow_inferred:
+            raise SchemaError(inferred, headline=INFERRED_HEADLINE)
         problems = db.problems(plan)
         if problems:
             raise DataError(problems)
@@ -116,11 +148,21 @@ class RelationalSynthesizer:
         self.cap_report_: CapReport = caps
         mult = multipliers(schema)
         self.multipliers_ = mult
-        self.accountant_ = Accountant(plan.rho_total, delta=plan.delta,
-                                      epsilon=plan.epsilon_effective,
-                                      conversion=plan.resolved_conversion(),
-                                      budgets=plan.budgets(), unit=schema.privacy_unit.describe(),  # type: ignore[union-attr]
-                                      notes=self._notes(schema, caps))
+        # caps released by a DP quantile before the run are charged first (relviz.privacy.caps)
+        rho_caps = cap_releases_rho(schema)
+        conversion = plan.resolved_conversion()
+        rho_total, epsilon, budgets = plan.rho_total, plan.epsilon_effective, plan.budgets()
+        if rho_caps:
+            conversion = "zcdp" if conversion == "gdp" else conversion  # an exponential release
+            rho_total = Fraction(plan.rho_total) + rho_caps
+            epsilon = epsilon_from_rho(float(rho_total), plan.delta, conversion)
+            budgets = {**budgets, "caps": rho_caps}
+        self.accountant_ = Accountant(rho_total, delta=plan.delta, epsilon=epsilon,
+                                      conversion=conversion,
+                                      budgets=budgets, unit=schema.privacy_unit.describe(),  # type: ignore[union-attr]
+                                      notes=self._notes(schema, caps),
+                                      noise=plan.resolved_noise(seeded=self.random_state is not None))
+        charge_cap_releases(self.accountant_, schema)
         curator = Curator(truncated)
         self.curator_log_ = curator.log
         self.models_: dict[str, Any] = {}
@@ -175,15 +217,26 @@ class RelationalSynthesizer:
     def _notes(self, schema, caps: CapReport) -> list[str]:  # noqa: ANN001
         unit = schema.privacy_unit
         notes = [f"privacy unit: {unit.describe()}"]
+        inferred = schema.inferred_problems()
+        if inferred:
+            notes.append(not_dp_note(inferred))
         if unit.rationale:
             notes.append(f"why: {unit.rationale}")
         public = [t.name for t in schema.tables if t.public]
         if public:
             notes.append("public tables released verbatim (no budget): " + ", ".join(public))
-        notes.append("public facts: schema, attribute domains, degree caps, public tables")
-        if not caps.stable:
-            notes.append("caps dropped surplus children (not a stable transformation): the guarantee "
-                         "holds for the truncated database")
+        notes.append("public facts: schema, attribute domains, degree caps, public tables"
+                     + (" (except what was read from the data, see above)" if inferred else ""))
+        unstable = [fk for fk, ok in truncation_stable(schema).items() if not ok]
+        if unstable:  # decided from the unit and caps, never from whether rows were dropped
+            notes.append("degree caps are enforced by dropping surplus children; on "
+                         + ", ".join(unstable) + " that is not a stable transformation, so the "
+                         "guarantee holds for the database after cap enforcement")
+        viewed = [fk for fk, src in unit.cap_sources.items() if src.get("how") == "curator view"]
+        if viewed:
+            notes.append("the degree cap of " + ", ".join(viewed) + " was chosen while looking at "
+                         "the real degrees (curator view): that choice is not differentially "
+                         "private; a DP quantile (relviz.privacy.caps.dp_degree_cap) avoids it")
         if self.random_state is not None:
             notes.append(f"seeded run (random_state={self.random_state}): for study, not for release")
         return notes

@@ -43,18 +43,71 @@ def test_synth_writes_every_output(tmp_path, capsys: pytest.CaptureFixture[str])
                  "--out", str(out), "--quiet"]) == 0
     summary = capsys.readouterr().out
     assert "ρ spent" in summary and "students" in summary and "degree similarity" in summary
+    release, curator = out / "release", out / "curator"
+    # release/ holds exactly the files safe to share; curator/ what reads the real data
+    assert {p.name for p in out.iterdir()} == {"release", "curator"}
+    assert {p.name for p in release.iterdir()} == {"tables", "synthetic.sqlite", "ledger.json",
+                                                   "plan.json", "schema.json"}
+    assert {p.name for p in curator.iterdir()} == {"report.html", "cap_report.txt", "timings.json"}
+    assert f"{release}/ — the differentially private release, safe to share" in summary
+    assert f"{curator}/ — for the curator only, do NOT share" in summary
+    assert "NOT DIFFERENTIALLY PRIVATE" not in summary
     for name in ("schools", "students"):
-        assert len(pd.read_parquet(out / "tables" / f"{name}.parquet")) > 0
-    con = sqlite3.connect(out / "synthetic.sqlite")
+        assert len(pd.read_parquet(release / "tables" / f"{name}.parquet")) > 0
+    con = sqlite3.connect(release / "synthetic.sqlite")
     assert con.execute("PRAGMA foreign_key_check").fetchall() == []
     con.close()
-    ledger = json.loads((out / "ledger.json").read_text())
+    ledger = json.loads((release / "ledger.json").read_text())
     assert Fraction(ledger["rho_spent_exact"]) == Fraction(ledger["rho_total_exact"])
     assert check_output(out) == []
-    html = (out / "report.html").read_text()
+    html = (curator / "report.html").read_text()
     assert "curator view (not private)" in html and "ledger" in html.lower()
-    assert json.loads((out / "plan.json").read_text())["epsilon"] == 2.0
+    assert "Not differentially private" not in html
+    assert json.loads((release / "plan.json").read_text())["epsilon"] == 2.0
     # a saved plan keeps its budget unless overridden
-    assert main(["synth", "--dataset", "schools", "--plan", str(out / "plan.json"), "--seed", "1",
-                 "--out", str(tmp_path / "again"), "--quiet", "--no-report"]) == 0
-    assert json.loads((tmp_path / "again" / "ledger.json").read_text())["epsilon"] == 2.0
+    again = tmp_path / "again"
+    assert main(["synth", "--dataset", "schools", "--plan", str(release / "plan.json"), "--seed", "1",
+                 "--out", str(again), "--quiet", "--no-report"]) == 0
+    assert json.loads((again / "release" / "ledger.json").read_text())["epsilon"] == 2.0
+    assert not (again / "curator" / "report.html").exists()
+    assert check_output(again, report=False) == [] and check_output(again) == ["no curator/report.html"]
+    # a stray curator file in release/ fails the checks
+    (release / "report.html").write_text("real data")
+    assert any("unexpected: report.html" in p for p in check_output(out))
+
+
+def _inferred_csv(tmp_path):  # noqa: ANN001, ANN202
+    """The tiny database as CSV files with a schema.json whose persons domains were inferred."""
+    from dataclasses import replace
+
+    from relviz.schema import infer_attributes
+
+    frames = tiny_frames()
+    for name, df in frames.items():
+        df.to_csv(tmp_path / f"{name}.csv", index=False)
+    s = tiny_schema()
+    persons = s.table("persons")
+    s = s.with_table(replace(persons, attributes=infer_attributes(frames["persons"], {"pid", "hid"})))
+    s.to_json(tmp_path / "schema.json")
+    return s
+
+
+def test_synth_refuses_inferred_domains_unless_allowed(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    _inferred_csv(tmp_path)
+    args = ["synth", "--data", str(tmp_path), "--schema", str(tmp_path / "schema.json"), "--seed", "0",
+            "--quiet", "--epsilon", "2"]
+    assert main(args + ["--out", str(tmp_path / "refused")]) == 2
+    err = capsys.readouterr().err
+    assert "persons.sex" in err and "persons.age" in err and "--allow-inferred-schema" in err
+    assert "households" not in err.split("problems):")[1]  # declared domains are not listed
+    assert not (tmp_path / "refused").exists()  # nothing written
+    out = tmp_path / "allowed"
+    assert main(args + ["--out", str(out), "--allow-inferred-schema"]) == 0
+    summary = capsys.readouterr().out
+    assert "WARNING — NOT DIFFERENTIALLY PRIVATE" in summary and "persons.sex" in summary
+    assert f"{out / 'release'}/ — NOT differentially private" in summary
+    ledger = json.loads((out / "release" / "ledger.json").read_text())
+    assert any(n.startswith("NOT DIFFERENTIALLY PRIVATE") and "domains came from the data" in n
+               for n in ledger["notes"])
+    assert "Not differentially private." in (out / "curator" / "report.html").read_text()
+    assert any("NOT DIFFERENTIALLY PRIVATE" in p for p in check_output(out))

@@ -71,3 +71,22 @@ def test_json_roundtrip(tmp_path) -> None:
     assert Plan.from_json(p.to_json()) == p
     p.to_json(tmp_path / "plan.json")
     assert Plan.from_json(tmp_path / "plan.json") == p
+
+
+def test_gdp_with_non_gaussian_method_is_a_plan_problem(tiny_db) -> None:
+    from relviz import RelationalSynthesizer
+
+    s = tiny_schema()
+    mst = Plan.default(s, 1.0, 1e-6, conversion="gdp")  # mst uses the exponential mechanism
+    bad = [q for q in mst.problems(s) if q.kind == "bad_conversion"]
+    assert {q.table for q in bad} == {"households", "persons"}  # the degree FK is Gaussian
+    assert all("'mst'" in q.message and "gdp" in q.message for q in bad)
+    with pytest.raises(PlanError):
+        mst.validate(s)
+    synth = RelationalSynthesizer(mst, random_state=0)
+    with pytest.raises(Exception, match="bad_conversion") as e:  # refused before anything is read
+        synth.fit(tiny_db)
+    assert "gdp" in str(e.value) and not hasattr(synth, "accountant_")
+    gauss = Plan.default(s, 1.0, 1e-6, mechanism="independent", conversion="gdp")
+    assert not [q for q in gauss.problems(s) if q.kind == "bad_conversion"]
+    assert not [q for q in mst.with_conversion("zcdp").problems(s) if q.kind == "bad_conversion"]

@@ -87,3 +87,57 @@ def test_invalid_input_reports_everything_before_reading(tiny_db: Database) -> N
         s.fit(bad)
     assert {"orphan", "unknown_category"} <= e.value.kinds()
     assert not hasattr(s, "accountant_")
+
+
+def test_inferred_domains_are_refused_unless_allowed(tiny_db: Database) -> None:
+    from relviz.errors import SchemaError
+    from relviz.schema import infer_schema
+
+    schema = infer_schema(tiny_frames()).with_public("regions")
+    inferred = Database(schema, tiny_frames(), validate=False)
+    private_attrs = {f"{t}.{a}" for t, a in inferred.schema.inferred_attributes()}
+    assert private_attrs == {"households.tenure", "households.income", "persons.sex", "persons.age"}
+    assert {fk.name for fk in inferred.schema.inferred_foreign_keys()} == {
+        "persons.hid->households", "households.region->regions"}
+    plan = _plan(inferred)
+    s = RelationalSynthesizer(plan, random_state=0)
+    with pytest.raises(SchemaError) as e:
+        s.fit(inferred)
+    assert not hasattr(s, "accountant_")  # refused before anything is read
+    listed = {f"{p.table}.{p.column}" for p in e.value.problems if p.kind == "inferred_domain"}
+    assert listed >= private_attrs  # every private inferred domain, in one error
+    assert "regions.climate" not in listed  # a public table's domain is released anyway
+    assert any(p.kind == "inferred_nullability" and p.table == "persons" and p.column == "hid"
+               for p in e.value.problems)
+    msg = str(e.value)
+    assert "Declare each domain" in msg and "allow_inferred=True" in msg and "NOT differentially" in msg
+    # the schema records it in JSON, so a schema.json read back is refused the same way
+    from relviz.schema import Schema
+
+    back = Schema.from_json(inferred.schema.to_json())
+    assert back.inferred_problems() == inferred.schema.inferred_problems()
+    # allowed: the ledger says in plain words that the release is not DP
+    ok = RelationalSynthesizer(plan, random_state=0, allow_inferred=True).fit(inferred)
+    notes = ok.accountant_.notes
+    not_dp = [n for n in notes if n.startswith("NOT DIFFERENTIALLY PRIVATE")]
+    assert len(not_dp) == 1
+    assert "not differentially private because its domains came from the data" in not_dp[0]
+    assert "persons.sex" in not_dp[0] and "FK nullability of households.region, persons.hid" in not_dp[0]
+    assert ok.sample().problems() == []
+    # a declared schema gets no such note
+    declared = RelationalSynthesizer(_plan(tiny_db), random_state=0).fit(tiny_db)
+    assert not [n for n in declared.accountant_.notes if "NOT DIFFERENTIALLY" in n]
+
+
+def test_run_shows_the_inferred_refusal_and_passes_allow_inferred() -> None:
+    from relviz.run import Run
+    from relviz.schema import infer_schema
+
+    db = Database(infer_schema(tiny_frames()).with_public("regions"), tiny_frames(), validate=False)
+    run = Run(db, _plan(db), random_state=0).start()
+    assert run.wait(60)
+    assert run.status == "failed" and run.error_type == "SchemaError"  # shown by the run panel
+    assert "persons.sex" in run.error and "allow_inferred=True" in run.error
+    run = Run(db, _plan(db), random_state=0, allow_inferred=True).start()
+    assert run.wait(120) and run.status == "done", run.error
+    assert any(n.startswith("NOT DIFFERENTIALLY PRIVATE") for n in run.ledger.notes)

@@ -387,3 +387,16 @@ def test_noise_scales_match_the_ledger(mechanism: str) -> None:
     fk = db.schema.foreign_key("orders.pid->people")
     scales = get_linker("degree").noise_scales(db.schema, fk, plan.rho_of(fk.name), multipliers=mult)
     assert list(scales.values()) == [e.sigma for e in ledger if e.component == fk.name]
+
+
+def test_cap_typed_next_to_the_real_degrees_is_recorded(draft: SchemaDraft) -> None:
+    """A τ set in the editor with the data loaded (the degree view shows the real histogram) is
+    marked 'curator view' so that the ledger says the choice is not DP; a DP quantile instead
+    records its ρ."""
+    assert draft.set_cap(VP, 5).ok
+    assert draft.schema.privacy_unit.cap_sources[VP] == {"how": "curator view"}
+    res = draft.set_cap_dp(VP, quantile=0.9, rho=0.5, candidates=(1, 30), random_state=0)
+    assert res.ok, res
+    src = draft.schema.privacy_unit.cap_sources[VP]
+    assert src["how"] == "dp" and src["rho"] == "1/2"
+    assert 1 <= draft.schema.privacy_unit.caps[VP] <= 30

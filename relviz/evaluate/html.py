@@ -41,6 +41,7 @@ th{background:#f1f5f9}
 td.l,th.l{text-align:left}
 .fig{background:#fff;border:1px solid #e2e8f0;margin:12px 0;padding:4px}
 .kv td:first-child{text-align:left;font-weight:600}
+.notdp{background:#fee2e2;color:#991b1b;border:2px solid #dc2626;padding:10px 12px;border-radius:4px;font-size:15px}
 """
 
 
@@ -132,6 +133,11 @@ def render_report(real: Database, synthetic: Database, *, ledger: Mapping[str, A
         report = RelationalReport().generate(real, synthetic, progress=sub)
     assert report.tables is not None and report.foreign_keys is not None and report.validity is not None
     head, ledger_html = _ledger_section(ledger)
+    # the synthesizer's note on a run allowed on domains read from the data (allow_inferred=True)
+    not_dp = [str(n) for n in (ledger or {}).get("notes", [])
+              if str(n).startswith("NOT DIFFERENTIALLY PRIVATE")]
+    not_dp_html = "".join(f"<p class='notdp'><b>Not differentially private.</b> {html.escape(n)}</p>"
+                          for n in not_dp)
     parts = [f"<h2>Summary</h2><h3>Tables</h3>{_table(report.tables)}",
              f"<h3>Foreign keys</h3>{_table(report.foreign_keys)}",
              f"<h3>Validity</h3><p>{html.escape(report.validity.summary().splitlines()[0])}</p>"
@@ -183,6 +189,7 @@ def render_report(real: Database, synthetic: Database, *, ledger: Mapping[str, A
 <div style="margin-top:8px;font-size:13px">{html.escape(s.name or '')} · generated {now} ·
 built in {{BUILD_SECONDS}} s</div></header>
 <main>
+{not_dp_html}
 <p class="curator"><b>Curator view (not private).</b> Everything below except the ledger compares
 the synthetic database with the <b>real</b> data: it is outside the differential-privacy guarantee and
 is for the data curator only. The guarantee is the ledger's (ε, δ) and privacy unit.</p>

@@ -58,6 +58,8 @@ class RunPanel(W.VBox):
         db: The real database (with its schema).
         plan: The plan (default ``Plan.default(db.schema)``).
         random_state: Seed of the run (for study and teaching, not for release).
+        allow_inferred: Run on domains read from the data (the release is then not differentially
+            private; see :class:`~relviz.run.Run`). Off by default: such a run fails, listing them.
         run: An existing :class:`~relviz.run.Run` to show instead (``db``/``plan`` then ignored).
         min_interval: Minimum seconds between redraws.
 
@@ -70,11 +72,12 @@ class RunPanel(W.VBox):
     status = traitlets.Unicode("idle")
 
     def __init__(self, db: Database | None = None, plan: Plan | None = None, *, random_state: int | None = None,
-                 run: Run | None = None, min_interval: float = 0.2, **kwargs: Any) -> None:
+                 run: Run | None = None, min_interval: float = 0.2, allow_inferred: bool = False,
+                 **kwargs: Any) -> None:
         if run is None:
             if db is None:
                 raise TypeError("give a database (and optionally a plan) or a Run")
-            run = Run(db, plan, random_state=random_state)
+            run = Run(db, plan, random_state=random_state, allow_inferred=allow_inferred)
         self._min_interval = float(min_interval)
         self._tlock = threading.Lock()
         self._rlock = threading.Lock()
@@ -237,6 +240,9 @@ class RunPanel(W.VBox):
         if self._pending is not None:
             pending = (" <span style='color:var(--jp-warn-color1, #f57c00)'>· the plan or schema changed: the next "
                        "Launch uses the new one</span>")
+        if run.allow_inferred and run.db.schema.inferred_problems():
+            pending += (" <b class='relviz-rp-not-dp' style='color:var(--jp-error-color1, #d32f2f)'>· NOT "
+                        "differentially private: domains read from the data are allowed</b>")
         return (f"<div style='{_SMALL}'><b style='font-size:14px'>Run</b> &nbsp;{name}: ε = {snap.epsilon:g}, "
                 f"δ = {snap.delta:g} → ρ = {_fmt_rho(snap.rho_total)}, {len(snap.components)} components; "
                 f"seed: {html.escape(seed)}{pending}</div>")

@@ -511,7 +511,8 @@ class SchemaDraft:
         try:
             fk = ForeignKey(old.child, cols, parent, ptable.primary_key,
                             nullable=old.nullable if columns is None else self._nullable(old.child, cols),
-                            name=new_name)
+                            name=new_name,
+                            nullable_provenance=old.nullable_provenance if columns is None else "declared")
         except SchemaError as e:
             return self._refuse("repoint_fk", "; ".join(p.message for p in e.problems))
         base = self._schema.without_foreign_key(name)
@@ -574,10 +575,33 @@ class SchemaDraft:
             return self._refuse("set_cap", f"a cap must be a whole number ≥ 1 (got {cap!r})")
         if not math.isfinite(value) or value != int(value) or value < 1:
             return self._refuse("set_cap", f"a cap must be a whole number ≥ 1 (got {cap!r})")
-        self._schema = self._schema.with_cap(fk, int(value))
+        # with the data loaded the editor shows the real degrees next to the cap: a τ typed
+        # here may depend on them, so it is recorded (the ledger says it is not DP)
+        seen = self._frames is not None
+        self._schema = self._schema.with_cap(fk, int(value),
+                                             source={"how": "curator view"} if seen else None)
         dropped = self.truncated_rows(fk, int(value))
         tail = "" if dropped is None else f"; it truncates {dropped:,} child row(s) ({CURATOR_VIEW})"
         return self._done("set_cap", f"τ = {int(value)} for {fk}{tail}")
+
+    def set_cap_dp(self, fk: str, *, quantile: float = 0.95, rho: float = 1e-3,
+                   candidates: tuple[int, int] = (1, 100), random_state: int | None = None
+                   ) -> EditResult:
+        """Set the cap τ of ``fk`` to a DP quantile of its degrees (charged to the run's ledger
+        as ``rho``; :func:`relviz.privacy.caps.dp_degree_cap`)."""
+        from relviz.privacy.caps import dp_degree_cap
+
+        if self._frames is None:
+            return self._refuse("set_cap", "load the data first: a DP quantile reads the degrees")
+        try:
+            db = Database(self._schema, self._frames, validate=False)
+            rel = dp_degree_cap(db, fk, quantile=quantile, rho=rho, candidates=candidates,
+                                rng=np.random.default_rng(random_state))
+        except (KeyError, ValueError, SchemaError) as e:
+            return self._refuse("set_cap", _reason(e))
+        self._schema = self._schema.with_cap(fk, rel.tau, source=rel.source())
+        return self._done("set_cap", f"τ = {rel.tau} for {fk} (DP {quantile:g}-quantile, ρ = {rho:g} "
+                          "charged to the run)")
 
     def accept_proposal(self, name: str) -> EditResult:
         """Add a proposed FK (validated like any added FK)."""

@@ -67,6 +67,8 @@ class Studio(W.VBox):
         db: The real database.
         plan: Starting plan (default: ``Plan.default(schema, epsilon, delta)``).
         random_state: Seed of every run (for study and teaching; leave ``None`` for a release).
+        allow_inferred: Let runs use domains read from the data (not differentially private; see
+            :class:`~relviz.run.Run`). Off by default: the Run tab then shows the refusal.
         propose: Offer the FKs found in the data in the schema editor.
         epsilon, delta: Total budget when no plan is given.
         tsne_n: Rows per side of the t-SNE sample (spec default 2,000).
@@ -83,7 +85,7 @@ class Studio(W.VBox):
 
     def __init__(self, db: Database, plan: Plan | None = None, *, random_state: int | None = None,
                  propose: bool = True, epsilon: float = 1.0, delta: float = 1e-6, tsne_n: int = 2000,
-                 height: int = 480, **kwargs: Any) -> None:
+                 height: int = 480, allow_inferred: bool = False, **kwargs: Any) -> None:
         self.history: list[tuple[float, str]] = []
         self._real = db
         self.editor = SchemaEditor(db, propose=propose, height=height)
@@ -94,7 +96,8 @@ class Studio(W.VBox):
         self.budget: BudgetPanel | None = None
         self._plan = start
         self._make_budget(start)
-        self.run_panel = RunPanel(self.database, self._plan, random_state=random_state)
+        self.run_panel = RunPanel(self.database, self._plan, random_state=random_state,
+                                  allow_inferred=allow_inferred)
         self.compare = ComparePanel(tsne_n=tsne_n)
         self._compare_for: Run | None = None
         self._compare_due = False

@@ -1,0 +1,67 @@
+"""DP choice of a degree cap (relviz.privacy.caps) and how caps' provenance reaches the ledger."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from relviz.database import Database
+from relviz.plan import Plan
+from relviz.privacy.accountant import Accountant
+from relviz.privacy.caps import dp_degree_cap, quantile_sensitivity
+from relviz.synthesizer import RelationalSynthesizer
+from tests.conftest import tiny_frames, tiny_schema
+
+FK = "persons.hid->households"
+
+
+def test_quantile_sensitivity_per_unit() -> None:
+    # entity parent: one household removed → one group gone (1) and q·n moves by q
+    assert quantile_sensitivity(tiny_schema(), FK, 0.9, 10) == pytest.approx(1.9)
+    # row unit: one row changes at most 2·hi + 1 groups
+    assert quantile_sensitivity(tiny_schema(entity=None), FK, 0.9, 10) == 21
+
+
+def test_dp_cap_near_the_quantile_over_seeds() -> None:
+    """Household sizes are uniform on 1…4 (tiny_frames): the 0.75-quantile is 3. With ρ = 2
+    (ε_EM = 4, Δ = 1.75) the utility gap of one parent moves the odds by e^{4/3.5} ≈ 3, and
+    neighbouring τ differ by ~n/4 = 500 in utility: the mechanism picks 3 essentially always."""
+    db = Database(tiny_schema(), tiny_frames(n_h=2000))
+    picks = [dp_degree_cap(db, FK, quantile=0.75, rho=2.0, candidates=(1, 20),
+                           rng=np.random.default_rng(s)).tau for s in range(10)]
+    assert picks == [3] * 10
+    acc = Accountant(Fraction(1, 10), delta=1e-6)
+    r = dp_degree_cap(db, FK, quantile=0.75, rho=Fraction(1, 10), candidates=(1, 20),
+                      rng=np.random.default_rng(0), accountant=acc)
+    assert acc.spent() == Fraction(1, 10) and acc.ledger[0].mechanism == "exponential"
+    assert 1 <= r.tau <= 20 and r.source()["how"] == "dp"
+
+
+def test_dp_cap_is_charged_by_the_run_and_viewed_caps_are_noted() -> None:
+    db = Database(tiny_schema(), tiny_frames(n_h=200))
+    r = dp_degree_cap(db, FK, quantile=0.9, rho=Fraction(1, 100), candidates=(1, 10),
+                      rng=np.random.default_rng(0))
+    dp_db = db.with_schema(db.schema.with_cap(FK, r.tau, source=r.source()))
+    plan = Plan.default(dp_db.schema, 1.0, 1e-6, mechanism="independent")
+    s = RelationalSynthesizer(plan, random_state=0).fit(dp_db)
+    first = s.accountant_.ledger[0]
+    assert first.component == "caps" and first.rho == Fraction(1, 100)
+    assert s.accountant_.spent() == Fraction(plan.rho_total) + Fraction(1, 100)
+    assert s.accountant_.epsilon > 1.0  # the cap's cost is in the reported ε
+    viewed = db.with_schema(db.schema.with_cap(FK, 3, source={"how": "curator view"}))
+    notes = RelationalSynthesizer(Plan.default(viewed.schema, 1.0, 1e-6, mechanism="independent"),
+                                  random_state=0).fit(viewed).accountant_.notes
+    assert any("not differentially private" in n and FK in n for n in notes)
+    plain = RelationalSynthesizer(Plan.default(db.schema, 1.0, 1e-6, mechanism="independent"),
+                                  random_state=0).fit(db).accountant_.notes
+    assert not any("curator view" in n for n in plain)
+
+
+def test_schema_round_trips_cap_sources() -> None:
+    s = tiny_schema().with_cap(FK, 3, source={"how": "curator view"})
+    from relviz.schema import Schema
+
+    assert Schema.from_dict(s.to_dict()).privacy_unit.cap_sources == {FK: {"how": "curator view"}}
+    assert s.with_cap(FK, 4).privacy_unit.cap_sources == {}  # a declared cap replaces it
