@@ -8,7 +8,10 @@ Prints
 2. fidelity at ε ∈ {0.5, 1, 4}: mean 2-way TVD of each private table, degree similarity of each
    FK, and the 3-way cross-table marginal error (average / max over all workloads) of each FK.
 
-Usage: ``python benchmarks/spine.py [--seeds 1] [--out /tmp/relviz-spine]``
+Fidelity runs three seeds by default and prints the worst seed beside the mean: a seed-0 demo once
+hid a zero-rule bug that spread flights.origin over all 1,458 airports in half of all runs.
+
+Usage: ``python benchmarks/spine.py [--seeds 3] [--out /tmp/relviz-spine]``
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ def pipeline(db, epsilon: float, seed: int, out: Path, stages: Stages | None):  
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=1, help="seeds per ε for the fidelity table")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds per ε for the fidelity table")
     ap.add_argument("--out", default="/tmp/relviz-spine")
     ap.add_argument("--epsilons", default="0.5,1,4")
     args = ap.parse_args()
@@ -138,12 +141,14 @@ def main() -> None:
     for eps in sorted({r["epsilon"] for r in results}):
         rs = [r for r in results if r["epsilon"] == eps]
         print(f"  {eps:>5g}  " + "  ".join(f"{np.mean([r['tables'][t] for r in rs]):>20.4f}" for t in tables))
-    print(f"\n  {'FK':<30}{'ε':>6}{'degree sim.':>13}{'3-way avg %':>13}{'3-way max %':>13}")
+    print(f"\n  {'FK':<30}{'ε':>6}{'degree sim.':>13}{'worst seed':>12}{'3-way avg %':>13}"
+          f"{'worst seed':>12}{'3-way max %':>13}")
     for k in fk_names:
         for eps in sorted({r["epsilon"] for r in results}):
             rs = [r["fks"][k] for r in results if r["epsilon"] == eps]
             print(f"  {k:<30}{eps:>6g}{np.mean([r['degree'] for r in rs]):>13.3f}"
-                  f"{np.mean([r['avg'] for r in rs]):>13.2f}{np.mean([r['max'] for r in rs]):>13.2f}")
+                  f"{min(r['degree'] for r in rs):>12.3f}{np.mean([r['avg'] for r in rs]):>13.2f}"
+                  f"{max(r['avg'] for r in rs):>12.2f}{np.mean([r['max'] for r in rs]):>13.2f}")
     (out / "fidelity.json").write_text(json.dumps(results, indent=2))
 
 
