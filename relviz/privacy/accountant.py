@@ -34,6 +34,7 @@ from typing import Any, Literal
 from scipy.special import log_ndtr
 
 from relviz.errors import BudgetError
+from relviz.privacy.noise import NoiseName, check_noise, describe_noise
 
 __all__ = [
     "zcdp_delta",
@@ -219,6 +220,9 @@ class LedgerEntry:
         count: Number of identical releases this entry stands for (ρ is their total).
         source: Paper, algorithm and equation this release implements.
         at: Wall-clock time of the charge (seconds since the epoch).
+        sampler: The distribution the noise was drawn from, e.g. ``"numpy normal"`` or
+            ``"opendp discrete Gaussian"`` (see :mod:`relviz.privacy.noise`); empty when the
+            caller did not say.
     """
 
     label: str
@@ -232,6 +236,7 @@ class LedgerEntry:
     count: int = 1
     source: str = ""
     at: float = field(default_factory=time.time)
+    sampler: str = ""
 
     def to_dict(self, delta: float | None = None, conversion: Conversion = "zcdp") -> dict[str, Any]:
         d = {
@@ -246,6 +251,7 @@ class LedgerEntry:
             "epsilon_em": self.epsilon_em,
             "count": self.count,
             "source": self.source,
+            "sampler": self.sampler,
         }
         if delta is not None:
             d["epsilon_equivalent"] = epsilon_from_rho(float(self.rho), delta, conversion)
@@ -265,6 +271,10 @@ class Accountant:
             their sum must not exceed ``rho_total``.
         unit: Description of the privacy unit protected (recorded in the ledger).
         notes: Free-text facts recorded in the ledger (public facts used, truncation…).
+        noise: The noise sampler every release of the run draws from (see
+            :mod:`relviz.privacy.noise`): ``"numpy"`` (floating-point, seedable; the default
+            here, so that direct uses stay reproducible) or ``"opendp"`` (exact, from the OS
+            CSPRNG, not seedable). Recorded in the ledger.
 
     Thread-safe: a background run charges while a widget reads.
     """
@@ -279,7 +289,9 @@ class Accountant:
         budgets: Mapping[str, Fraction | float] | None = None,
         unit: str = "",
         notes: list[str] | None = None,
+        noise: NoiseName = "numpy",
     ) -> None:
+        self.noise: NoiseName = check_noise(noise)
         self.rho_total = Fraction(rho_total)
         if self.rho_total < 0:
             raise ValueError("rho_total must be non-negative")
@@ -345,8 +357,11 @@ class Accountant:
         epsilon_em: float | None = None,
         count: int = 1,
         source: str = "",
+        sampler: str = "",
     ) -> LedgerEntry:
         """Record a release of cost ``rho``; call this *before* drawing any noise.
+
+        ``sampler`` names the distribution the noise will be drawn from (ledger only).
 
         Raises:
             BudgetError: if the release would exceed the total budget or the component's
@@ -360,7 +375,8 @@ class Accountant:
             raise BudgetError(f"{label}: the Gaussian-DP conversion only covers Gaussian releases; "
                               "use conversion='zcdp' for plans with selection steps")
         entry = LedgerEntry(label, component, module, mechanism, rho, float(sensitivity),
-                            None if sigma is None else float(sigma), epsilon_em, int(count), source)
+                            None if sigma is None else float(sigma), epsilon_em, int(count), source,
+                            sampler=sampler)
         with self._lock:
             spent = self._spent
             if spent + rho > self.rho_total:
@@ -389,6 +405,8 @@ class Accountant:
         return {
             "unit": self.unit,
             "conversion": self.conversion,
+            "noise": self.noise,
+            "noise_description": describe_noise(self.noise),
             "epsilon": self.epsilon,
             "delta": self.delta,
             "rho_total": float(self.rho_total),
@@ -413,7 +431,8 @@ class Accountant:
     def summary(self) -> str:
         """A few lines for a terminal."""
         lines = [f"ρ spent {float(self.spent()):.6g} of {float(self.rho_total):.6g} "
-                 f"(ε = {self.epsilon_spent():.4g} at δ = {self.delta:g}, {self.conversion} conversion)"]
+                 f"(ε = {self.epsilon_spent():.4g} at δ = {self.delta:g}, {self.conversion} conversion)",
+                 f"noise: {self.noise} ({describe_noise(self.noise)})"]
         by: dict[str, Fraction] = {}
         for e in self.ledger:
             by[e.component] = by.get(e.component, Fraction(0)) + e.rho

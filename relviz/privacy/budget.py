@@ -35,13 +35,18 @@ class Budget:
     rng: np.random.Generator
 
     def gaussian(self, values: np.ndarray, *, rho: Fraction, sensitivity: float, label: str,
-                 module: str = "measure", source: str = "", count: int = 1
-                 ) -> tuple[np.ndarray, float]:
-        """Gaussian release charged to this component (see ``gaussian_mechanism``)."""
+                 module: str = "measure", source: str = "", count: int = 1,
+                 integer: bool | None = None) -> tuple[np.ndarray, float]:
+        """Gaussian release charged to this component (see ``gaussian_mechanism``).
+
+        ``integer=True`` declares the query integer-valued (counts), whatever the data: the
+        exact sampler then adds discrete Gaussian noise (a property of the query, never of the
+        values, so the output type cannot reveal the database).
+        """
         return gaussian_mechanism(values, accountant=self.accountant, rho=rho,
                                   sensitivity=sensitivity, rng=self.rng, label=label,
                                   component=self.component, module=module, source=source,
-                                  count=count)
+                                  count=count, integer=integer)
 
     def exponential(self, scores: np.ndarray, *, rho: Fraction, sensitivity: float, label: str,
                     module: str = "select", source: str = "") -> int:

@@ -204,7 +204,7 @@ class DegreeLinker:
             noisy, sigma = budget.gaussian(
                 exact, rho=budget.rho, sensitivity=multipliers.parent_counts(fk.name),
                 label=f"children per {fk.parent} row ({rel.n_parent:,} parents"
-                      + (" + null" if fk.nullable else "") + ")", module="degree", source=SOURCE)
+                      + (" + null" if fk.nullable else "") + ")", module="degree", source=SOURCE, integer=True)
             w = self._zeroed(noisy[:-1] if fk.nullable else noisy, sigma)
             if fk.nullable:
                 w = np.append(w, max(noisy[-1], 0.0))
@@ -222,13 +222,13 @@ class DegreeLinker:
             noisy, _ = budget.gaussian(
                 np.concatenate([hist, n_null]), rho=budget.rho,
                 sensitivity=multipliers.degree_release(fk.name, with_null=True),
-                label=f"degree histogram 0…{tau} + null count", module="degree", source=SOURCE)
+                label=f"degree histogram 0…{tau} + null count", module="degree", source=SOURCE, integer=True)
             hist_noisy, null_noisy = noisy[:-1], max(noisy[-1], 0.0)
         else:
             hist_noisy, _ = budget.gaussian(hist, rho=budget.rho,
                                             sensitivity=multipliers.degree_histogram(fk.name),
                                             label=f"degree histogram 0…{tau}", module="degree",
-                                            source=SOURCE)
+                                            source=SOURCE, integer=True)
             null_noisy = 0.0
         p = np.clip(hist_noisy, 0, None)
         p = p / p.sum() if p.sum() > 0 else np.full(tau + 1, 1 / (tau + 1))

@@ -92,13 +92,13 @@ class Independent:
         if d == 0:
             noisy, _ = budget.gaussian(np.array([data.total()], float), rho=budget.rho,
                                        sensitivity=histogram_sensitivity, label="row count",
-                                       source="Gaussian mechanism (Bun & Steinke 2016)")
+                                       source="Gaussian mechanism (Bun & Steinke 2016)", integer=True)
             return IndependentModel((), max(1.0, float(noisy[0])))
         exact = [data.marginal((a,)) for a in data.attributes]
         noisy, sigma = budget.gaussian(
             np.concatenate(exact), rho=budget.rho, sensitivity=histogram_sensitivity * math.sqrt(d),
             label=f"1-way marginals ({d} attributes)",
-            source="independent baseline: Gaussian 1-way marginals (spec/single-table-benchmark.md §5.1)")
+            source="independent baseline: Gaussian 1-way marginals (spec/single-table-benchmark.md §5.1)", integer=True)
         splits = np.cumsum([len(x) for x in exact])[:-1]
         probs, totals = [], []
         for y in np.split(noisy, splits):

@@ -204,7 +204,7 @@ class MST:
         exact1 = [data.marginal((a,)) for a in attrs]
         noisy1, sigma1 = budget.gaussian(
             np.concatenate(exact1), rho=rho1, sensitivity=histogram_sensitivity * math.sqrt(d),
-            label=f"1-way marginals ({d} attributes)", source=SOURCE + " step 1")
+            label=f"1-way marginals ({d} attributes)", source=SOURCE + " step 1", integer=True)
         y1 = dict(zip(attrs, np.split(noisy1, np.cumsum([sizes[a] for a in attrs])[:-1])))
 
         # 2. compression (3σ rule) ------------------------------------------------------------
@@ -264,7 +264,7 @@ class MST:
             k = len(selected)
             noisy2, sigma2 = budget.gaussian(
                 np.concatenate(exact2), rho=rho3, sensitivity=histogram_sensitivity * math.sqrt(k),
-                label=f"2-way marginals ({k} tree edges)", source=SOURCE + " step 4")
+                label=f"2-way marginals ({k} tree edges)", source=SOURCE + " step 4", integer=True)
             for (a, b), y in zip(selected, np.split(noisy2, np.cumsum([len(x) for x in exact2])[:-1])):
                 m = mbi.LinearMeasurement(y, (a, b), stddev=sigma2)
                 meas2.append(m.compress(mapping, full_domain) if (a in mapping or b in mapping) else m)

@@ -106,7 +106,7 @@ def release_link_count(m: int, d: int, budget: Budget, rho: Fraction, what: str)
     """
     noisy, _ = budget.gaussian(np.array([float(m)]), rho=rho, sensitivity=float(d),
                                label=f"number of {what}", module="biadjacency",
-                               source="Gaussian mechanism on the link count (Bun & Steinke 2016)")
+                               source="Gaussian mechanism on the link count (Bun & Steinke 2016)", integer=True)
     return max(float(noisy[0]), 1.0)
 
 
