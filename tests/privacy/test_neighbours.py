@@ -10,6 +10,8 @@ and relation methods): a newly registered method is covered without new code.
 
 from __future__ import annotations
 
+import json
+import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,7 +264,9 @@ def test_ledger_reveals_no_private_count() -> None:
     """CLI-equivalent fit + sample on D and on each entity neighbour D' (same seed; bi-adjacency
     and degree linkers; caps exceeded in D). D' replays D's noisy outputs, so both runs ask the
     same queries and make the same choices; the ledger JSON (labels, notes, sensitivities, σ, ρ, …)
-    must then be identical: anything that differs is a private count published in the ledger."""
+    must then be identical: anything that differs is a private count published in the ledger.
+    The same holds for every other released artefact: the fitted models (pickled), the synthetic
+    tables, the plan and the schema."""
     db = fixed_household_db(8, seed=5, persons=(1, 3), trips=(0, 3))
     schema = db.schema
     assert "biadjacency" in linkers()
@@ -275,18 +279,25 @@ def test_ledger_reveals_no_private_count() -> None:
         with taped(replay) as tape:
             synth = RelationalSynthesizer(plan, random_state=11)
             synth.fit(d)
-            synth.sample()
-        return synth.accountant_.to_dict(), tape.releases
+            syn = synth.sample()
+        # everything a release writes besides the ledger: the fitted models (pickled), the
+        # synthetic tables (which the SQLite file and Parquet files hold), plan and schema
+        released = {"models": pickle.dumps((synth.models_, synth.links_, synth.relations_)),
+                    "tables": {t: syn[t].to_csv(index=False) for t in syn.table_names},
+                    "plan": json.dumps(synth.plan_.to_dict(), sort_keys=True),
+                    "schema": json.dumps(synth.schema_.to_dict(), sort_keys=True)}
+        return synth.accountant_.to_dict(), tape.releases, released
 
-    reference, releases = ledger(db)
+    reference, releases, artefacts = ledger(db)
     differing = []
     for nb in neighbours(db, np.random.default_rng(0)):
         try:
-            other, _ = ledger(nb.db, releases)
+            other, _, other_artefacts = ledger(nb.db, releases)
         except Misaligned as e:
             differing.append(f"{nb.description}: release sequence differs: {e}")
             continue
         diffs = sorted(_diff(reference, other), key=lambda d: not d.startswith(".notes"))
+        diffs += [f"released {k} differ" for k in artefacts if artefacts[k] != other_artefacts[k]]
         if diffs:
             differing.append(f"{nb.description}:\n      " + "\n      ".join(diffs[:8])
                              + (f"\n      … {len(diffs) - 8} more" if len(diffs) > 8 else ""))
