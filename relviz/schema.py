@@ -433,8 +433,14 @@ class PrivacyUnit:
       entity table and every tuple depending on it through FKs (spec/privlava.md §1.3). Each FK on
       a path to the entity needs a public cap ``τ`` on its group size (children per parent,
       §1.4); sensitivities are the entity's multipliers (§10.4, ``relviz.privacy.sensitivity``).
-    * Row unit (``entity=None``): every row of every private table is protected on its own and
-      relationships are bounded by the caps (``d_max``, spec/relational-biadjacency.md §1.4).
+    * Row unit (``entity=None``, ``neighbour="row"``): one row of one private table changes, with
+      its values and every relationship attached to it (its own FK values and the FK values of
+      the rows that reference it), bounded by the caps (the bi-adjacency paper's Definition 1).
+    * Tuple unit (``entity=None``, ``neighbour="tuple"``): one row of one private table changes,
+      its values and its own FK values (a child's FK values are part of its row); a parent's set
+      of children changes only through its children's rows. Common in relational DP; it
+      protects less than the row unit (a parent's relationships are not hidden as a whole).
+    See docs/privacy.md for what each unit protects and the sensitivities each implies.
 
     Attributes:
         entity: Protected entity table, or ``None`` for the row-level unit.
@@ -460,6 +466,7 @@ class PrivacyUnit:
     truncate: Literal["children", "parents"] = "children"
     rationale: str = ""
     cap_sources: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    neighbour: Literal["row", "tuple"] = "row"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "caps", dict(self.caps))
@@ -477,17 +484,25 @@ class PrivacyUnit:
             raise SchemaError([Problem("bad_unit", f"unknown accounting {self.accounting!r}")])
         if self.truncate not in ("children", "parents"):
             raise SchemaError([Problem("bad_unit", f"unknown truncation {self.truncate!r}")])
+        if self.neighbour not in ("row", "tuple"):
+            raise SchemaError([Problem("bad_unit", f"unknown row-level neighbour {self.neighbour!r}: "
+                                       "'row' or 'tuple'")])
 
     def __hash__(self) -> int:  # caps is a dict; hash on its items
-        return hash((self.entity, tuple(sorted(self.caps.items())), self.accounting, self.truncate))
+        return hash((self.entity, tuple(sorted(self.caps.items())), self.accounting, self.truncate,
+                     self.neighbour))
 
     @property
     def kind(self) -> str:
-        return "entity" if self.entity else "row"
+        """``"entity"``, ``"row"`` or ``"tuple"``."""
+        return "entity" if self.entity else self.neighbour
 
     def describe(self) -> str:
         if self.entity:
             return f"one {self.entity!r} tuple and every tuple that depends on it"
+        if self.neighbour == "tuple":
+            return ("one row of any private table, with its own values and foreign keys "
+                    "(tuple unit; table sizes public)")
         return "one row of any private table (with its relationships, bounded by the caps)"
 
     def to_dict(self) -> dict[str, Any]:
@@ -497,13 +512,16 @@ class PrivacyUnit:
             d["rationale"] = self.rationale
         if self.cap_sources:
             d["cap_sources"] = {k: dict(v) for k, v in self.cap_sources.items()}
+        if self.neighbour != "row":
+            d["neighbour"] = self.neighbour
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PrivacyUnit:
         return cls(entity=d.get("entity"), caps=dict(d.get("caps", {})),
                    accounting=d.get("accounting", "strict"), truncate=d.get("truncate", "children"),
-                   rationale=d.get("rationale", ""), cap_sources=dict(d.get("cap_sources", {})))
+                   rationale=d.get("rationale", ""), cap_sources=dict(d.get("cap_sources", {})),
+                   neighbour=d.get("neighbour", "row"))
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,20 @@ caps ``τ_e`` and have the same table sizes (bounded DP). For an FK ``e = C → 
   link table ``L → T1, T2``: a row of ``L`` moves one pair, a row of ``T_i`` 2τ_i pairs, a
   self-relation (``T1 = T2``) 2τ1 + 2τ2.
 
+**Tuple unit** (``PrivacyUnit(entity=None, neighbour="tuple")``): a neighbour changes one row of one
+private table, its attribute values and its *own* FK values; a parent's set of children changes
+only through its children's rows (bounded, caps hold on both sides). For ``e = C → P``:
+
+* child moves: a row of ``C`` re-points itself (1); a row of ``P`` changes its values, so its ≤ τ
+  links change cells (τ); self-referential: τ + 1;
+* a degree histogram changes through one child moving between two groups: the two groups move
+  one bin each; when the first lands where the second leaves (degrees ``a → a − 1`` and
+  ``a − 2 → a − 1``) the change is ``(−1, +2, −1)``, so the L2 sensitivity is √6 (not 2), with
+  or without the null count (a move to null changes one group and the null count: √3);
+* the null count changes by 1; table histograms √2; per-parent counts √2; a many-to-many link
+  table: a row of ``L`` moves one pair, a row of ``T_i`` changes the cells of its τᵢ pairs, a
+  self-relation τ₁ + τ₂.
+
 **Truncation.** Caps are enforced before anything is measured (``relviz.privacy.measure``
 ``enforce_caps``): surplus children beyond ``τ`` are dropped, keeping in each group the τ children
 that come first in a keyed hash of their primary key (a rule that depends only on the group's own
@@ -62,8 +76,8 @@ rows), or, for an FK whose parent is the entity and ``truncate="parents"``, the 
 cap are removed with their dependants. :func:`truncation_stable` says, from the schema alone, for
 which FKs this is a *stable* transformation — ``trunc(D − t) = trunc(D) − closure(t)`` — so that
 the guarantee holds for the raw database: under the entity unit exactly when no child of the FK can
-be removed while its parent survives (``x(e) = 0``); never under the row unit (a child moving out of
-a full group lets a dropped sibling back in). Otherwise the guarantee holds for the truncated
+be removed while its parent survives (``x(e) = 0``); never under the row or tuple unit (a child moving out
+of a full group lets a dropped sibling back in). Otherwise the guarantee holds for the truncated
 database, and the ledger says so, based on the unit and caps alone (never on whether rows were
 actually dropped, which is private).
 """
@@ -104,7 +118,12 @@ class Multipliers:
 
     @property
     def row_unit(self) -> bool:
+        """A row-level unit (``"row"`` or ``"tuple"``): table sizes are public."""
         return self.unit.entity is None
+
+    @property
+    def tuple_unit(self) -> bool:
+        return self.unit.entity is None and self.unit.neighbour == "tuple"
 
     # -- the row unit's one neighbour: counts derived from "one row and its relationships" -----
     def _tau(self, fk: ForeignKey) -> int:
@@ -118,9 +137,11 @@ class Multipliers:
         return int(tau)
 
     def _row_counts(self, fk: ForeignKey) -> tuple[int, int, int]:
-        """Row unit: (child moves, groups changed, null-count change) of ``fk``, maximised over
-        the table whose row changes."""
+        """Row-level units: (links moved, groups changed, null-count change) of ``fk``,
+        maximised over the table whose row changes."""
         tau = self._tau(fk)
+        if self.tuple_unit:
+            return (tau + 1 if fk.self_referential else max(1, tau)), 2, 1
         if fk.self_referential:
             return 2 * tau + 1, 2 * tau + 3, tau + 1
         return max(1, 2 * tau), max(2, 2 * tau + 1), max(1, tau)
@@ -143,6 +164,9 @@ class Multipliers:
     # -- FK queries ----------------------------------------------------------------------------
     def degree_histogram(self, fk: str) -> float:
         """L2 sensitivity of the histogram of group sizes (children per parent) of ``fk``."""
+        if self.tuple_unit:
+            self._tau(self.schema.foreign_key(fk))  # the histogram needs a cap
+            return math.sqrt(6.0)
         if self.row_unit:
             return math.sqrt(2.0) * self._row_counts(self.schema.foreign_key(fk))[1]
         return self.g_rem[fk] + (math.sqrt(2.0) if self.strict else 1.0) * self.g_mod[fk]
@@ -158,6 +182,8 @@ class Multipliers:
         """L2 sensitivity of the degree histogram, with the null count appended when
         ``with_null`` (the two parts change together, so their bounds add in quadrature)."""
         d = self.degree_histogram(fk)
+        if self.tuple_unit:  # one child moves: two groups (√6) or one group and the null count (√3)
+            return d
         return math.hypot(d, self.null_count(fk)) if with_null else d
 
     def parent_counts(self, fk: str) -> float:
@@ -183,9 +209,10 @@ class Multipliers:
         if not self.row_unit:
             return max(1, int(self.r[f1.child] + self.m[f1.child]))
         t1, t2 = self._tau(f1), self._tau(f2)
+        k = 1 if self.tuple_unit else 2  # tuple: a parent's pairs change cells, none move
         if f1.parent == f2.parent:
-            return max(1, 2 * t1 + 2 * t2)
-        return max(1, 2 * t1, 2 * t2)
+            return max(1, k * (t1 + t2))
+        return max(1, k * t1, k * t2)
 
     def link_count_public(self, fk: str) -> bool:
         """Whether the number of links of ``fk`` is a public fact: under the row unit (table

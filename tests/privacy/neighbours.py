@@ -259,10 +259,18 @@ def _write_fk(frames: dict[str, pd.DataFrame], db: Database, fk: ForeignKey, idx
         child[c] = s if fk.nullable else s.to_numpy()
 
 
+def tuple_unit(schema: Schema) -> Schema:
+    """The same schema under the tuple unit (one row with its own values and FK values)."""
+    from dataclasses import replace
+
+    return schema.with_privacy_unit(replace(schema.privacy_unit, neighbour="tuple"))
+
+
 def row_neighbour(db: Database, rng: np.random.Generator, *, tries: int = 50,
                   table: str | None = None, row: int | None = None, aligned: bool | None = None,
                   extreme: bool | None = None) -> Neighbour:
-    """One row of one private table changes: values, own FKs and the FKs that reference it.
+    """One row of one private table changes: values, own FKs and (row unit, not tuple unit) the
+    FKs that reference it.
 
     Every capped degree stays ≤ τ (and keys stay unique: a draw that repeats a key is drawn
     again). Half of the draws are *aligned*, to reach the worst cases of cross-table counts: the
@@ -351,7 +359,9 @@ def _row_neighbour(db: Database, rng: np.random.Generator, name: str | None, i: 
         if new != old:
             what.append(f"{fk.name}: parent row {old} → {new}")
         idx[fk.name][i] = new
-    for fk in s.fks_into(name):
+    # the row unit also re-points the rows that reference this row; the tuple unit does not
+    # (a parent's set of children changes only through its children's rows)
+    for fk in (s.fks_into(name) if s.privacy_unit.neighbour == "row" else ()):
         cap = caps.get(fk.name)
         arr = idx[fk.name]
         mine = np.flatnonzero(arr == i)

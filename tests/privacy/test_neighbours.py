@@ -48,6 +48,7 @@ from tests.privacy.neighbours import (
     selfref_schema,
     small,
     taped,
+    tuple_unit,
     truncation_violations,
 )
 
@@ -98,6 +99,13 @@ CASES = [
     Case("public-parent-entity", public_parent_schema(entity=True), dict(min_rows=2, max_rows=5)),
     Case("self-reference-row", selfref_schema(), dict(min_rows=3, max_rows=6)),
     Case("many-to-many-row", m2n_schema(), dict(min_rows=2, max_rows=4), link_table="enrolments"),
+    Case("parent-child-tuple-nonnull", tuple_unit(parent_child_schema(nullable=False)),
+         dict(min_rows=2, max_rows=5)),
+    Case("parent-child-tuple-nullable", tuple_unit(parent_child_schema(nullable=True)),
+         dict(min_rows=2, max_rows=5)),
+    Case("self-reference-tuple", tuple_unit(selfref_schema()), dict(min_rows=3, max_rows=6)),
+    Case("many-to-many-tuple", tuple_unit(m2n_schema()), dict(min_rows=2, max_rows=4),
+         link_table="enrolments"),
 ]
 
 
@@ -153,7 +161,8 @@ def test_every_release_within_declared_sensitivity(case: Case, methods: Methods,
 
 
 WORST_CASES = {"parent-child-row-nonnull", "parent-child-row-nullable", "self-reference-row",
-               "many-to-many-row"}
+               "many-to-many-row", "parent-child-tuple-nonnull", "self-reference-tuple",
+               "many-to-many-tuple"}
 
 
 @pytest.mark.parametrize(("case", "methods"), [p for p in _plans() if p.values[0].id in WORST_CASES])

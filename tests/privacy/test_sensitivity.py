@@ -181,3 +181,27 @@ def test_stability_is_a_property_of_the_schema() -> None:
     s = tiny_schema(caps={"persons.hid->households": 2, "households.region->regions": 50})
     assert truncation_stable(s) == {"persons.hid->households": True,
                                     "households.region->regions": False}
+
+
+def test_tuple_unit_derivations() -> None:
+    """Tuple unit (one row, its own values and FK values), τ = 4: a child moving between groups
+    of degrees a and a − 2 changes the histogram by (−1, +2, −1): √6, not 2 (the neighbour
+    harness finds that case); a parent row's value change re-cells its τ links."""
+    from dataclasses import replace
+
+    s = tiny_schema(entity=None)
+    m = multipliers(s.with_privacy_unit(replace(s.privacy_unit, neighbour="tuple")))
+    fk = "persons.hid->households"
+    assert m.tuple_unit and m.row_unit
+    assert m.degree_histogram(fk) == pytest.approx(math.sqrt(6))
+    assert m.degree_release(fk, with_null=True) == pytest.approx(math.sqrt(6))
+    assert m.edges_changed(fk) == 4 and m.null_count(fk) == 1
+    assert m.parent_counts("households.region->regions") == pytest.approx(S2)
+    a, b, link = Table("A", ("id",), ()), Table("B", ("id",), ()), Table("L", ("lid",), ())
+    f1, f2 = ForeignKey("L", ("a",), "A", ("id",)), ForeignKey("L", ("b",), "B", ("id",))
+    mt = multipliers(Schema((a, b, link), (f1, f2),
+                            PrivacyUnit(None, {f1.name: 3, f2.name: 5}, neighbour="tuple")))
+    assert mt.pairs_changed(f1.name, f2.name) == 5
+    assert truncation_stable(s.with_privacy_unit(replace(s.privacy_unit, neighbour="tuple"))) == \
+        {fk: False}
+    assert PrivacyUnit.from_dict(PrivacyUnit(None, neighbour="tuple").to_dict()).neighbour == "tuple"
