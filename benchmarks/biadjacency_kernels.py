@@ -1,4 +1,4 @@
-"""Timings of the bi-adjacency kernels (spec §8 reference points, §9.19).
+"""Timings of the bi-adjacency kernels (docs/methods/biadjacency.md §8).
 
 Run from the repository root::
 

@@ -1,7 +1,7 @@
 """``Comparison``: real vs synthetic, per selection, cached — the object behind the compare panel.
 
 Everything here reads the real data: it is a **curator view (not private)**, outside the DP
-guarantee (spec/evaluation.md; every figure from :mod:`relviz.plots` carries that subtitle).
+guarantee (docs/evaluation.md; every figure from :mod:`relviz.plots` carries that subtitle).
 
 :class:`Comparison` wraps :mod:`relviz.evaluate` and :mod:`relviz.plots` for one pair of
 databases and caches each result per selection, so a view can switch back and forth for free:
@@ -236,7 +236,7 @@ class Comparison:
 
         Args:
             table, fk: The selection (exactly one).
-            n: Rows sampled per side (spec/evaluation.md §8: 2,000 by default).
+            n: Rows sampled per side (docs/evaluation.md §8: 2,000 by default).
             progress: ``progress(fraction, message)``, called only when the map is computed.
         """
         from relviz.evaluate import embed

@@ -3,9 +3,10 @@
 Each attribute of a table is mapped to codes ``0 … size−1`` using only its public domain
 (:class:`relviz.schema.Attribute`): a categorical attribute by position in its declared category
 list, a numeric or datetime attribute by its bin on the public bounds (uniform bins, or explicit
-public edges; spec/single-table-benchmark.md §1.3.2 with ``x = upper`` in the last bin), a null
-by the last code when the attribute is nullable. Decoding draws a value uniformly inside the bin
-(integers uniformly among the integers of the bin) so 1-way plots show no spikes (§5.3).
+public edges; the uniform binning of Chen et al., "Benchmarking differentially private tabular
+data synthesis", §5.2, with ``x = upper`` in the last bin), a null by the last code when the
+attribute is nullable. Decoding draws a value uniformly inside the bin
+(integers uniformly among the integers of the bin) so 1-way plots show no spikes.
 
 Nothing here looks at the data to choose a domain; values outside the domain are reported by
 :func:`column_problems` (``Database.validate`` collects them) and never silently clipped.

@@ -2,8 +2,8 @@
 
 Every error that is about *input* (a schema, a database, a plan) collects all the problems it
 found and reports them together, each with the table, the column, how many rows are affected and
-up to five offending values, so that a user can fix everything in one pass (the SDV idiom of
-``InvalidDataError``, see ``shared/UX.md`` §B.5).
+up to five offending values, so that a user can fix everything in one pass (the idiom of SDV's
+multi-table ``InvalidDataError``).
 """
 
 from __future__ import annotations

@@ -4,13 +4,14 @@ A :class:`Plan` holds the run's (ε, δ) (or a total ρ), one :class:`Component`
 (a single-table mechanism) and per private foreign key (a relational method), each with a share
 of the total ρ. A link table with two foreign keys may instead be modelled as one many-to-many
 *relation* component (``Plan.with_relation``), which replaces its two FK components. Shares are exact fractions that always add up to exactly 1, so the component
-budgets add up to exactly the run's ρ (no float drift, ``shared/DESIGN.md`` §3). Locks and
-rebalancing follow DP Creator's budget table (``shared/UX.md`` §A.3): a locked share keeps its
-value, the unlocked ones absorb every change.
+budgets add up to exactly the run's ρ (no float drift; docs/privacy.md). Locks and rebalancing
+follow the budget table of OpenDP's DP Creator: a locked share keeps its value, the unlocked ones
+absorb every change.
 
 Conversion of (ε, δ) to ρ: ``"auto"`` picks the exact Gaussian-DP curve when every mechanism of
-the plan releases only Gaussian noise (spec/privlava.md §10.1; 17 % more ρ at ε = 1, δ = 1e-5),
-and the optimal zCDP conversion otherwise (spec/single-table-benchmark.md §1.1).
+the plan releases only Gaussian noise (Dong, Roth & Su, "Gaussian differential privacy", JRSS-B 2022;
+as PrivLava, Cai, Xiao & Cormode, SIGMOD 2023, Thm 6.2; 17 % more ρ at ε = 1, δ = 1e-5), and the
+optimal zCDP conversion otherwise (Canonne, Kamath & Steinke, NeurIPS 2020; docs/privacy.md).
 """
 
 from __future__ import annotations
@@ -157,8 +158,8 @@ class Plan:
     ) -> Plan:
         """Tables share ``1 − relational_share`` equally, private FKs share the rest equally.
 
-        (spec/single-table-benchmark.md §5.3: equal ρ per table after the relationship share is
-        set aside; with no private FK the tables get everything.)
+        (Equal ρ per table after the relationship share is set aside; with no private FK the tables
+        get everything.)
 
         Args:
             fallback: Method for an FK that ``method`` cannot handle (e.g. bi-adjacency on an FK

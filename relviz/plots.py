@@ -1,6 +1,6 @@
 """plotly figures from ``relviz.evaluate``'s tidy frames (figures are returned, never shown).
 
-Plot grammar (shared/UX.md §A.1–A.2): real data dark (:data:`REAL_COLOR`), synthetic data in
+Plot grammar (after SDV's and SDMetrics' plots): real data dark (:data:`REAL_COLOR`), synthetic data in
 the accent colour (:data:`SYNTHETIC_COLOR`), legend "Real"/"Synthetic"; score charts on a fixed
 [0, 1] axis with the average in the title. Every figure here is computed from real data, so every
 figure carries the subtitle :data:`CURATOR_VIEW` ("curator view (not private)"): it is outside the
@@ -67,7 +67,7 @@ def _fmt(x: float, pct: bool = False) -> str:
 
 def degree_figure(comparison: DegreeComparison, *, kind: Literal["auto", "bar", "binned", "ccdf"] = "auto",
                   log_y: bool = False, max_degree: int | None = None) -> go.Figure:
-    """Degree distribution of one FK, real vs synthetic (spec/evaluation.md §3).
+    """Degree distribution of one FK, real vs synthetic (docs/evaluation.md §3).
 
     Args:
         comparison: From :func:`relviz.evaluate.compare_degrees`.
@@ -240,7 +240,7 @@ def scores_figure(details: pd.DataFrame, *, x: str, title: str, y: str = "Score"
 
 def cross_table_figure(error: CrossTableError, *, kind: Literal["bars", "histogram"] = "bars",
                        top: int | None = None) -> go.Figure:
-    """Per-workload 3-way cross-table error of one relation (spec/relational-biadjacency.md §7.1).
+    """Per-workload 3-way cross-table error of one relation (docs/evaluation.md §7.1).
 
     Args:
         error: From :func:`relviz.evaluate.cross_table_error`.

@@ -1,8 +1,8 @@
 """``Run``: one synthesis (fit, then sample) in a background thread, observable and cancellable.
 
-A :class:`Run` is the plain object behind the Studio's run panel (``shared/DESIGN.md`` §1: widgets
-never compute). It works without Jupyter: start it, watch it through :meth:`Run.observe` or
-:meth:`Run.snapshot`, cancel it, wait for it, read :attr:`Run.result` and :attr:`Run.ledger`.
+A :class:`Run` is the plain object behind the Studio's run panel (widgets never compute). It works
+without Jupyter: start it, watch it through :meth:`Run.observe` or :meth:`Run.snapshot`, cancel it,
+wait for it, read :attr:`Run.result` and :attr:`Run.ledger`.
 
 * Progress comes from the engine's callbacks (:class:`~relviz.progress.ProgressEvent`): each plan
   component (private table, FK, relation) has a fit stage and a sample stage; its fraction is the

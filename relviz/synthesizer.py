@@ -166,6 +166,7 @@ class RelationalSynthesizer:
         curator = Curator(truncated)
         self.curator_log_ = curator.log
         self.models_: dict[str, Any] = {}
+        self.public_sizes_: dict[str, int] = {}
         self.links_: dict[str, Any] = {}
         self.relations_: dict[str, Any] = {}
         self.fit_seconds_: dict[str, float] = {}
@@ -189,6 +190,8 @@ class RelationalSynthesizer:
             self.models_[name] = mech.fit(
                 curator.table(name), budget(name), histogram_sensitivity=mult.table_histogram(name),
                 score_sensitivity=mult.table_score(name), progress=rep)
+            if mult.row_unit:  # table sizes are public facts under row-level units
+                self.public_sizes_[name] = curator.table(name).total()
             self.fit_seconds_[name] = time.perf_counter() - t0
         for comp in plan.relations:
             fk1, fk2 = schema.fks_from(comp.table)
@@ -254,7 +257,10 @@ class RelationalSynthesizer:
                             codes), rng
 
     def _rows(self, name: str, scale: float) -> int:
-        return max(1, int(round(self.models_[name].total * scale)))
+        """Synthetic rows of ``name``: the public size under row-level units, else the model's
+        noisy total; times ``scale``."""
+        n = self.public_sizes_.get(name, self.models_[name].total)
+        return max(1, int(round(n * scale)))
 
     def _fit_synthetic(self, name: str) -> EncodedTable:
         """The codes of table ``name`` that the default ``sample()`` returns (fit-time view)."""

@@ -54,9 +54,9 @@ Both caps are enforced by keeping the τ rows with the smallest salted hash per 
 histograms of ``college_playing`` then have sensitivity 4 and of ``salaries`` 25; the M:N
 relation's sensitivity constant is ``d = 4`` (one player's pairs).
 
-Alternative: the bi-adjacency paper's row-level unit (spec/relational-biadjacency.md §1.4–1.5)
-on the M:N relation people–schools, with a public ``d_max`` on both sides; then ``schools`` must
-be private too. Rows per school reach 265 (107 distinct players), so a small ``d_max`` clips the
+Alternative: the bi-adjacency paper's row-level unit (Alimohammadi et al. §2.2;
+docs/methods/biadjacency.md §1.4–§1.5) on the M:N relation people–schools, with a public ``d_max``
+on both sides; then ``schools`` must be private too. Rows per school reach 265 (107 distinct players), so a small ``d_max`` clips the
 big baseball colleges heavily.
 
 Left out: names (``nameFirst``, ``nameLast``, ``nameGiven``), ``retroID``/``bbrefID`` and school

@@ -44,10 +44,10 @@ smallest salted hash of their position (stable: a neighbour removes a whole grou
 keeps **74,410** of the 100,004 ratings (drops 25,594) and all **671** users (each keeps
 ``min(own count, 300)`` ≥ 20 ratings).
 
-Alternative: the row-level unit of the bi-adjacency paper (spec/relational-biadjacency.md §1.4,
-§1.5, §7.2) protects one row of ``movies`` or ``users`` with its relationships, makes both tables
-private (``schema(unit="row")``) and bounds the degree on both sides by a public ``d_max``
-(caps on both FKs). The paper clips MovieLens-1M to ``d_max = 10`` (movie side first, then user
+Alternative: the row-level unit of the bi-adjacency paper (Alimohammadi et al. §2.2 and, for
+MovieLens-1M, §8; docs/methods/biadjacency.md §1.4, §1.5) protects one row of ``movies`` or
+``users`` with its relationships, makes both tables private (``schema(unit="row")``) and bounds the
+degree on both sides by a public ``d_max`` (caps on both FKs). The paper clips MovieLens-1M to ``d_max = 10`` (movie side first, then user
 side, in ``(movieId, userId)`` order); the same clipping here keeps 5,151 of the 100,004 ratings
 (curator fact). Ratings per movie: max 341, 99% quantile 123.
 

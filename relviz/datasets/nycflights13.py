@@ -47,7 +47,7 @@ import pandas as pd
 
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 
-__all__ = ["schema", "ORPHANS", "INFO"]
+__all__ = ["schema", "planes_private", "PLANE_CAP", "ORPHANS", "INFO"]
 
 DELAY_EDGES = (-100, -30, -15, -5, 0, 5, 15, 30, 60, 120, 240, 480, 1440)
 
@@ -113,6 +113,50 @@ def schema(frames: dict[str, pd.DataFrame] | None = None) -> Schema:
                   "registries released verbatim, so no FK points at the entity and no cap is needed")
     return Schema((airlines, airports, planes, flights), fks, unit, name="nycflights13",
                   description="NYC departures in 2013 (R package nycflights13)")
+
+
+PLANE_CAP = 1500
+"""Public cap τ on flights per plane for the plane-private variants: an airliner turns around in
+about an hour, so it departs a New York airport at most about four times a day (every other
+leg), 4 × 365 = 1,460 a year; rounded up. Chosen without looking at the data."""
+
+
+def planes_private(db, unit: str = "tuple", tau: int = PLANE_CAP):  # noqa: ANN001, ANN201 - Database
+    """The database with ``planes`` private: the papers' setting where the child-per-parent
+    histogram (flights per plane) is the whole point.
+
+    Args:
+        db: ``relviz.datasets.load("nycflights13")``.
+        unit: ``"tuple"`` (one flight or plane row; a flight's tail number is part of its row),
+            ``"row"`` (one row with every relationship attached to it: a plane's whole set of
+            flights may be re-pointed) or ``"plane"`` (entity unit: a plane and all its flights).
+        tau: Public cap on flights per plane (see :data:`PLANE_CAP`).
+
+    Returns:
+        A new validated ``Database`` (``db`` is unchanged). The planes table's category lists
+        stay the FAA registry's, which are public.
+
+    Raises:
+        ValueError: unknown ``unit``.
+    """
+    from relviz.database import Database
+
+    fk = "flights.tailnum->planes"
+    units = {
+        "tuple": PrivacyUnit(None, {fk: tau}, neighbour="tuple",
+                             rationale="tuple unit: one flight or one plane row; τ = flights per "
+                                       "plane a year, from turnaround times (public reasoning)"),
+        "row": PrivacyUnit(None, {fk: tau},
+                           rationale="row unit: one row with all its relationships; τ from "
+                                     "turnaround times (public reasoning)"),
+        "plane": PrivacyUnit("planes", {fk: tau},
+                             rationale="a plane and its whole year of flights; τ from turnaround "
+                                       "times (public reasoning)"),
+    }
+    if unit not in units:
+        raise ValueError(f"unit must be one of {sorted(units)}")
+    s = db.schema.with_public("planes", False).with_privacy_unit(units[unit])
+    return Database(s, {t: db[t] for t in s.table_names})
 
 
 ORPHANS = "null"

@@ -4,7 +4,7 @@
   FK parent indices, keyed weakly by the :class:`~relviz.database.Database` (a database never
   changes after construction, so the cache cannot go stale);
 * :class:`PairColumn`: one attribute of a real/synthetic pair prepared once for the pair scores of
-  spec/evaluation.md §2 and §4 (categorical codes over the union of observed values with nulls as
+  docs/evaluation.md §2 and §4 (categorical codes over the union of observed values with nulls as
   a category, or float values with NaN for nulls), gatherable through an FK join;
 * the pair scores themselves (CorrelationSimilarity, ContingencySimilarity, Cramér's V), one
   implementation used by the within-table and the across-join properties.
@@ -83,7 +83,7 @@ def parent_index(db: Database, fk: ForeignKey) -> np.ndarray:
 
 
 def join_rows(db: Database, fk: ForeignKey) -> tuple[np.ndarray, np.ndarray]:
-    """Row positions of the inner join ``child ⋈ parent`` on ``fk`` (spec/evaluation.md §4).
+    """Row positions of the inner join ``child ⋈ parent`` on ``fk`` (docs/evaluation.md §4).
 
     Returns:
         ``(child_rows, parent_rows)``, two int64 arrays of the same length (one entry per child
@@ -170,7 +170,7 @@ class PairColumn:
 
         * ``mode="real_range"`` — SDMetrics' ``discretize_column``: 10 equal-width bins over the
           real (non-null) range with open outer bins (``edges[0], edges[-1] = -inf, inf``), then
-          ``np.digitize``; nulls fall in code 11 (spec/evaluation.md §2, relviz's definition);
+          ``np.digitize``; nulls fall in code 11 (docs/evaluation.md §2, relviz's definition);
         * ``mode="own_range"`` — SDMetrics' QualityReport (``ColumnPairTrends._discretize_column``):
           each dataset binned on its own ``np.histogram_bin_edges`` (10 bins) and
           ``np.digitize``; its maximum and its nulls share code 11 (a quirk reproduced exactly).
@@ -215,7 +215,7 @@ def prepare_columns(attributes: Iterable[Attribute], real: pd.DataFrame, synthet
 
 
 # ------------------------------------------------------------------------------------------------
-# Pair statistics (spec/evaluation.md §2)
+# Pair statistics (docs/evaluation.md §2)
 # ------------------------------------------------------------------------------------------------
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
@@ -335,7 +335,7 @@ def association_of(c1: PairColumn, c2: PairColumn, side: str) -> tuple[str, floa
     """Association of two prepared columns on one side (``"real"``/``"synthetic"``) for heatmaps.
 
     Pearson (numeric–numeric), Cramér's V (categorical–categorical), correlation ratio η
-    (numeric–categorical; spec/evaluation.md §2).
+    (numeric–categorical; docs/evaluation.md §2).
 
     Returns:
         ``(measure name, value)``; value NaN when undefined.
@@ -361,7 +361,7 @@ PAIR_COLUMNS = ["Metric", "Score", "SDMetrics Score", "Real Correlation", "Synth
 
 
 def pair_score(c1: PairColumn, c2: PairColumn) -> dict[str, Any]:
-    """Both definitions of a pair's trend score (spec/evaluation.md §2).
+    """Both definitions of a pair's trend score (docs/evaluation.md §2).
 
     * ``Score`` — relviz: CorrelationSimilarity ``1 − |r_real − r_syn| / 2`` when both columns are
       continuous, else ContingencySimilarity ``1 − TVD`` with numerics in 10 equal-width bins over
@@ -439,7 +439,7 @@ def threshold_mean(details: pd.DataFrame, column: str = "SDMetrics Score") -> fl
 
 @dataclass(frozen=True)
 class PropertyResult:
-    """One quality property (spec/evaluation.md §1–§4) with both of its averages.
+    """One quality property (docs/evaluation.md §1–§4) with both of its averages.
 
     Attributes:
         name: ``"Column Shapes"``, ``"Column Pair Trends"``, ``"Cardinality"`` or

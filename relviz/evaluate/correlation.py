@@ -1,14 +1,14 @@
 """Association matrices (within a table or across an FK join) and the Intertable Trends property.
 
-Association of a pair of attributes (spec/evaluation.md §2, heatmaps): Pearson r when both are
+Association of a pair of attributes (docs/evaluation.md §2, heatmaps): Pearson r when both are
 numeric (datetimes as numbers; rows where both are non-null), Cramér's V when both are categorical
 (nulls as a category; ``scipy.stats.contingency.association``, no continuity correction), and the
 correlation ratio η when one is numeric and the other categorical. Real, synthetic and their
 difference (synthetic − real) are returned as square frames for side-by-side heatmaps.
 
-**Intertable Trends** (§4): for every FK edge, the child and parent tables are joined (inner join
+**Intertable Trends** (docs/evaluation.md §4): for every FK edge, the child and parent tables are joined (inner join
 on the FK, real and synthetic separately) and every (parent attribute, child attribute) pair gets
-the §2 pair score; the property is the mean over all such pairs of all edges (and, in
+the docs/evaluation.md §2 pair score; the property is the mean over all such pairs of all edges (and, in
 ``sdmetrics_compatible`` mode, over the strongly associated pairs only, as SDMetrics 0.32).
 
 Curator view (not private): everything here reads real data.
@@ -85,7 +85,7 @@ class AssociationComparison:
 
 def join_columns(real: Database, synthetic: Database, fk: ForeignKey | str) -> tuple[
         dict[str, PairColumn], dict[str, PairColumn], int, int]:
-    """Prepared columns of the inner join ``child ⋈ parent`` on ``fk`` (spec/evaluation.md §4).
+    """Prepared columns of the inner join ``child ⋈ parent`` on ``fk`` (docs/evaluation.md §4).
 
     Args:
         real: Real database.
@@ -209,7 +209,7 @@ def associations(real: Database, synthetic: Database, *, table: str | None = Non
 
 def intertable_trends(real: Database, synthetic: Database, *, fks: Sequence[ForeignKey | str] | None = None,
                       sdmetrics_compatible: bool = False) -> PropertyResult:
-    """Intertable Trends property (spec/evaluation.md §4).
+    """Intertable Trends property (docs/evaluation.md §4).
 
     Args:
         real: Real database.

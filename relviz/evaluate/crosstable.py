@@ -1,14 +1,14 @@
-"""3-way cross-table marginal error per relation (spec/relational-biadjacency.md §7.1).
+"""3-way cross-table marginal error per relation (docs/evaluation.md §7.1; Alimohammadi et al. §8).
 
-For every cross-table k-way workload ``w = (S1, S2)`` (**all** workloads, spec §2.1 order),
-``err_w = Σ_c |P_w(syn)(c) − P_w(real)(c)|`` (L1 = 2·TV) with each side's marginal normalised by
-its own edge count; the relation's error is the average and the maximum over workloads (also as
-percentages, the unit of the papers' plots). The computation is
+For every cross-table k-way workload ``w = (S1, S2)`` (**all** workloads, in the order of
+docs/methods/biadjacency.md §2.1), ``err_w = Σ_c |P_w(syn)(c) − P_w(real)(c)|`` (L1 = 2·TV) with each
+side's marginal normalised by its own edge count; the relation's error is the average and the maximum
+over workloads (also as percentages, the unit of the papers' plots). The computation is
 :func:`relviz.relational.biadjacency.workloads.cross_marginal_error`; this module only feeds it:
 
 * for an FK ``child → parent`` table 1 is the child and table 2 the parent (the orientation of
-  the one-to-many solver, spec §4.5), edges ``(i, parent_index[i])`` over the child rows with a
-  non-null, existing parent (a nullable FK uses its non-null links);
+  the one-to-many solver, docs/methods/biadjacency.md §1.3), edges ``(i, parent_index[i])`` over the
+  child rows with a non-null, existing parent (a nullable FK uses its non-null links);
 * for a many-to-many link table with two FKs, the edges join the two parents (one edge per link
   row), table 1 = the first FK's parent;
 * codes are the public-domain codes of ``relviz.encoding``, held in the smallest unsigned dtype:
@@ -48,7 +48,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class CrossTableError:
-    """Cross-table k-way marginal error of one relation (spec/relational-biadjacency.md §7.1).
+    """Cross-table k-way marginal error of one relation (docs/evaluation.md §7.1).
 
     Attributes:
         name: Relation name (FK name, or the link table's name).
@@ -61,7 +61,7 @@ class CrossTableError:
         m_real: Real edges used.
         m_synthetic: Synthetic edges used.
         per_workload: Frame ``Workload, Table 1 Attributes, Table 2 Attributes, Cells, Error``
-            in spec §2.1 order (empty when not computed).
+            in the order of docs/methods/biadjacency.md §2.1 (empty when not computed).
         reason: Why the error is NaN ("" otherwise).
         seconds: Wall time of the computation.
     """
@@ -211,7 +211,7 @@ def link_table_error(real: Database, synthetic: Database, link_table: str,
     """Cross-table k-way error of a many-to-many relation stored as a link table.
 
     Each link row with both FKs non-null and found is an edge between the two parents (the link
-    table's own attributes are not part of the metric, as in spec §7.1).
+    table's own attributes are not part of the metric, docs/evaluation.md §7.1).
 
     Args:
         real: Real database.

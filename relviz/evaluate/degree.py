@@ -1,4 +1,4 @@
-"""Degree distributions per foreign key, real vs synthetic (spec/evaluation.md §3).
+"""Degree distributions per foreign key, real vs synthetic (docs/evaluation.md §3).
 
 The degree of a parent row is the number of child rows whose FK points to it, 0 included; a
 nullable FK counts its non-null links only. Every FK is its own edge, so a child with two FKs to
@@ -155,7 +155,7 @@ class DegreeComparison:
 
 
 def compare_degrees(real: Database, synthetic: Database, fk: ForeignKey | str) -> DegreeComparison:
-    """Degree samples of one FK in the real and synthetic databases (spec/evaluation.md §3).
+    """Degree samples of one FK in the real and synthetic databases (docs/evaluation.md §3).
 
     Args:
         real: Real database.
@@ -179,7 +179,7 @@ def compare_degrees(real: Database, synthetic: Database, fk: ForeignKey | str) -
 
 def degree_similarity(real: Database, synthetic: Database,
                       fks: Sequence[ForeignKey | str] | None = None) -> pd.DataFrame:
-    """One row per FK: the Cardinality details with the degree statistics (spec/evaluation.md §3).
+    """One row per FK: the Cardinality details with the degree statistics (docs/evaluation.md §3).
 
     Args:
         real: Real database.
@@ -210,7 +210,7 @@ def degree_similarity(real: Database, synthetic: Database,
 
 def cardinality(real: Database, synthetic: Database, *, fks: Sequence[ForeignKey | str] | None = None,
                 sdmetrics_compatible: bool = False) -> PropertyResult:
-    """Cardinality property (spec/evaluation.md §3): mean CardinalityShapeSimilarity over FK edges.
+    """Cardinality property (docs/evaluation.md §3): mean CardinalityShapeSimilarity over FK edges.
 
     Both definitions coincide here (SDMetrics' ``CardinalityShapeSimilarity``), so ``Score`` and
     ``SDMetrics Score`` are equal.

@@ -1,6 +1,6 @@
-"""t-SNE embeddings of real and synthetic rows, and the detection score (spec/evaluation.md §8).
+"""t-SNE embeddings of real and synthetic rows, and the detection score (docs/evaluation.md §8).
 
-* Rows: one table, or one FK join (child ⋈ parent, inner join; spec §4). ``n`` rows are sampled
+* Rows: one table, or one FK join (child ⋈ parent, inner join; docs/evaluation.md §4). ``n`` rows are sampled
   from each side (default 2,000; all rows when fewer), with the same seed; the sizes are returned
   and shown.
 * Encoding (:func:`encode_rows`): numerics and datetimes (as numbers) standardised with the real
@@ -118,7 +118,7 @@ def rows_to_embed(real: Database, synthetic: Database, *, table: str | None = No
 
 def encode_rows(real: pd.DataFrame, synthetic: pd.DataFrame, kinds: Mapping[str, str], *,
                 min_share: float = 0.01) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Encode real and synthetic rows on one feature space (spec/evaluation.md §8).
+    """Encode real and synthetic rows on one feature space (docs/evaluation.md §8).
 
     Args:
         real: Real rows (columns named in ``kinds``; never modified).
@@ -174,7 +174,7 @@ def detection_score(x_real: np.ndarray, x_synthetic: np.ndarray, *, folds: int =
     Args:
         x_real: ``(n_real, f)`` encoded real rows.
         x_synthetic: ``(n_syn, f)`` encoded synthetic rows.
-        folds: Cross-validation folds (5, spec/evaluation.md §8; SDMetrics uses 3).
+        folds: Cross-validation folds (5, docs/evaluation.md §8; SDMetrics uses 3).
         random_state: Seed of the fold split.
 
     Returns:

@@ -1,15 +1,15 @@
 """Column shapes, column pair trends and marginal TVDs, real vs synthetic.
 
-* **Column Shapes** (spec/evaluation.md §1): KSComplement (numeric/datetime; raw values, nulls
+* **Column Shapes** (docs/evaluation.md §1): KSComplement (numeric/datetime; raw values, nulls
   dropped) and TVComplement (categorical; nulls as a category), per attribute of every table.
-* **Column Pair Trends** (§2): CorrelationSimilarity (both numeric: ``1 − |r_real − r_syn| / 2``,
-  Pearson) or ContingencySimilarity (otherwise: ``1 − TVD`` of the 2-D contingency table,
+* **Column Pair Trends** (docs/evaluation.md §2): CorrelationSimilarity (both numeric:
+  ``1 − |r_real − r_syn| / 2``, Pearson) or ContingencySimilarity (otherwise: ``1 − TVD`` of the 2-D contingency table,
   numerics in 10 equal-width bins over the real range), for every pair of attributes of a table.
   relviz's headline average counts all pairs; the SDMetrics 0.32 average (only strongly associated
   real pairs, bins over each dataset's own range) is computed beside it.
-* **Fidelity** (spec/single-table-benchmark.md §3.1(c), §5.4): 1-way TVD per attribute and mean
-  2-way TVD per table on the public-domain codes (``relviz.encoding``) — what the benchmark
-  calls "fidelity error" (lower is better).
+* **Fidelity** (docs/evaluation.md §7.3; Chen et al., "Benchmarking differentially private tabular
+  data synthesis", §8.3): 1-way TVD per attribute and mean 2-way TVD per table on the public-domain
+  codes (``relviz.encoding``) — what the benchmark calls "fidelity error" (lower is better).
 * 1-way frequency frames for bar plots (labels from ``Attribute.labels()``).
 
 Curator view (not private): everything here reads real data.
@@ -67,7 +67,7 @@ def _tables_with_attributes(db: Database, tables: Sequence[str] | None) -> list[
 # ------------------------------------------------------------------------------------------------
 
 def ks_complement(real: pd.Series | np.ndarray, synthetic: pd.Series | np.ndarray) -> float:
-    """KSComplement = 1 − D, D = the ``scipy.stats.ks_2samp`` statistic (spec/evaluation.md §1).
+    """KSComplement = 1 − D, D = the ``scipy.stats.ks_2samp`` statistic (docs/evaluation.md §1).
 
     As SDMetrics 0.32: nulls dropped, datetimes compared as int64 nanoseconds, values rounded to
     14 decimals first.
@@ -89,12 +89,12 @@ def ks_complement(real: pd.Series | np.ndarray, synthetic: pd.Series | np.ndarra
 
 def tv_complement(real: pd.Series | np.ndarray, synthetic: pd.Series | np.ndarray, *,
                   nulls: str = "category") -> float:
-    """TVComplement = 1 − TVD of two categorical columns (spec/evaluation.md §1).
+    """TVComplement = 1 − TVD of two categorical columns (docs/evaluation.md §1).
 
     Args:
         real: ``(n_real,)`` category values.
         synthetic: ``(n_syn,)`` category values.
-        nulls: ``"category"`` (relviz, spec §1: nulls are a category; TVD over the union of
+        nulls: ``"category"`` (relviz, docs/evaluation.md §1: nulls are a category; TVD over the union of
             observed categories, ``½ Σ_c |p_real(c) − p_syn(c)|``) or ``"sdmetrics"`` (SDMetrics
             0.32 ``TVComplement``: nulls dropped, and a synthetic-only category gets a real count of
             1e-6 — ``sdmetrics.utils.get_frequencies`` — reproduced to floating-point rounding).
@@ -184,7 +184,7 @@ def contingency_similarity(real: pd.DataFrame, synthetic: pd.DataFrame,
 
 def column_shapes(real: Database, synthetic: Database, *, tables: Sequence[str] | None = None,
                   sdmetrics_compatible: bool = False) -> PropertyResult:
-    """Column Shapes property (spec/evaluation.md §1): one score per attribute of every table.
+    """Column Shapes property (docs/evaluation.md §1): one score per attribute of every table.
 
     Args:
         real: Real database.
@@ -230,7 +230,7 @@ def pair_trend_rows(columns: dict[str, PairColumn], pairs: Sequence[tuple[str, s
 
 def column_pair_trends(real: Database, synthetic: Database, *, tables: Sequence[str] | None = None,
                        sdmetrics_compatible: bool = False) -> PropertyResult:
-    """Column Pair Trends property (spec/evaluation.md §2): every attribute pair of every table.
+    """Column Pair Trends property (docs/evaluation.md §2): every attribute pair of every table.
 
     Args:
         real: Real database.
@@ -268,7 +268,7 @@ def _shares(c: np.ndarray, size: int) -> np.ndarray:
 def tvd_one_way(real: Database, synthetic: Database, *, tables: Sequence[str] | None = None) -> pd.DataFrame:
     """1-way TVD per attribute on public-domain codes: ``½ Σ_v |p_syn(v) − p_real(v)|``.
 
-    Nulls are their own code (spec/single-table-benchmark.md §3.2). Lower is better.
+    Nulls are their own code (docs/evaluation.md §7.3). Lower is better.
 
     Returns:
         Frame ``Table, Attribute, TVD`` (NaN when a table is empty).
@@ -285,8 +285,9 @@ def tvd_one_way(real: Database, synthetic: Database, *, tables: Sequence[str] | 
 def tvd_two_way(real: Database, synthetic: Database, *, tables: Sequence[str] | None = None) -> pd.DataFrame:
     """2-way TVD for every attribute pair of every table, on public-domain codes.
 
-    The mean per table is the benchmark's "fidelity error" (spec/single-table-benchmark.md §3.1(c),
-    on relviz's public bins rather than the benchmark's 100 rounding bins).
+    The mean per table is the benchmark's "fidelity error" (docs/evaluation.md §7.3;
+    Chen et al., "Benchmarking differentially private tabular data synthesis", §8.3), on relviz's public bins
+    rather than the benchmark's own discretisation.
 
     Returns:
         Frame ``Table, Column 1, Column 2, TVD``.

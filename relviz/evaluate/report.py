@@ -1,6 +1,6 @@
 """Reports: SDMetrics-style :class:`QualityReport` and relviz's own :class:`RelationalReport`.
 
-* :class:`QualityReport` (shared/UX.md §A.2; spec/evaluation.md §1–§5): properties Column Shapes,
+* :class:`QualityReport` (the API of SDMetrics' multi-table ``QualityReport``; docs/evaluation.md §1–§5): properties Column Shapes,
   Column Pair Trends, Cardinality and Intertable Trends; Quality = mean of the four (NaN
   properties skipped, as SDMetrics' ``np.nanmean``). ``get_properties()`` lists both averages of
   every property (relviz's, over all items; SDMetrics 0.32's, over strongly associated pairs);
@@ -75,7 +75,7 @@ class QualityReport:
     # -- generation -------------------------------------------------------------------------------
     def generate(self, real: Database, synthetic: Database, verbose: bool = False,
                  progress: Progress | None = None) -> None:
-        """Compute the four properties (spec/evaluation.md §1–§4).
+        """Compute the four properties (docs/evaluation.md §1–§4).
 
         Args:
             real: Real database.
@@ -121,7 +121,7 @@ class QualityReport:
 
     # -- results ---------------------------------------------------------------------------------
     def get_score(self) -> float:
-        """Quality = mean of the four property scores (NaN properties skipped; spec §5)."""
+        """Quality = mean of the four property scores (NaN properties skipped; docs/evaluation.md §5)."""
         self._check()
         return nanmean(r.score for r in self._results.values())
 

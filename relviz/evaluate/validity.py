@@ -1,4 +1,4 @@
-"""Validity of a (synthetic) database against its schema (spec/evaluation.md §6).
+"""Validity of a (synthetic) database against its schema (docs/evaluation.md §6).
 
 Checks, each one row of a tidy frame: primary keys non-null and unique; every non-null FK value
 exists in its parent (and a non-nullable FK has no nulls); every attribute value inside its public
@@ -75,7 +75,7 @@ def _examples(values: pd.Series | np.ndarray) -> str:
 
 
 def validity(db: Database, *, expected_rows: Mapping[str, int] | None = None) -> ValidityReport:
-    """Run every validity check of spec/evaluation.md §6 on ``db``.
+    """Run every validity check of docs/evaluation.md §6 on ``db``.
 
     Args:
         db: The database (typically synthetic; build it with ``validate=False`` to inspect an

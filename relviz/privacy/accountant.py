@@ -4,14 +4,17 @@ Conversions (all in float64, bisection to machine precision):
 
 * ``zcdp_delta(ρ, ε)`` / ``zcdp_rho(ε, δ)`` / ``zcdp_epsilon(ρ, δ)``: the optimal conversion of
   Canonne, Kamath & Steinke (NeurIPS 2020, Prop. 12 / Cor. 13), the one Private-PGM and the
-  benchmark's code use (spec/single-table-benchmark.md §1.1; golden values ρ(1, 1e-5) = 0.030557).
+  code of Chen et al.'s benchmark ("Benchmarking differentially private tabular data synthesis") use;
+  golden value ρ(1, 1e-5) = 0.030557.
   For α > 1: δ = exp((α−1)(αρ − ε)) / (α−1) · (1 − 1/α)^α, minimised over α.
 * ``gdp_delta(ε, μ)`` / ``gdp_mu(ε, δ)`` / ``gdp_epsilon(μ, δ)``: the exact Gaussian-DP curve
-  δ(ε; μ) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) (Dong, Roth & Su; spec/privlava.md §10.1 with the
-  corrected e^{+ε}). Valid only when every release of the run is Gaussian; a Gaussian release
+  δ(ε; μ) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) (Dong, Roth & Su, "Gaussian differential privacy",
+  JRSS-B 2022; PrivLava, Cai, Xiao & Cormode, SIGMOD 2023, Thm 6.2, whose Eq. 6 prints e^{−ε}: the
+  factor is e^{+ε}). Valid only when every release of the run is Gaussian; a Gaussian release
   with ratio Δ/σ is (Δ/σ)-GDP and costs ρ = Δ²/(2σ²), so μ = √(2ρ) for the composition.
 * ``rho_closed_form(ε, δ)``: ρ = (√(log(1/δ) + ε) − √log(1/δ))², the bound proven in the
-  bi-adjacency paper ([J] Thm 6/7, spec/relational-biadjacency.md §3.2); valid but looser.
+  bi-adjacency paper (Alimohammadi et al., App. D.2, Thm 7, with the square root placed as in their
+  Thm 6; docs/methods/biadjacency.md §3.2); valid but looser.
 
 The :class:`Accountant` holds ρ as an exact ``fractions.Fraction`` (the rational value of the
 float budget), so shares add up exactly and a run can never "overspend by 1e-17". Every release
@@ -137,7 +140,7 @@ def _log_diff_exp(a: float, b: float) -> float:
 
 
 def gdp_delta(epsilon: float, mu: float) -> float:
-    """δ(ε; μ) of μ-GDP: Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) (spec/privlava.md §10.1, e^{+ε})."""
+    """δ(ε; μ) of μ-GDP: Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) (Dong, Roth & Su; e^{+ε}, not PrivLava's e^{−ε})."""
     if mu <= 0:
         return 0.0
     a = float(log_ndtr(mu / 2 - epsilon / mu))
@@ -164,7 +167,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
 
 
 def rho_closed_form(epsilon: float, delta: float) -> float:
-    """ρ = (√(log(1/δ) + ε) − √log(1/δ))² ([J] Thm 6; spec/relational-biadjacency.md §3.2).
+    """ρ = (√(log(1/δ) + ε) − √log(1/δ))² (Alimohammadi et al., App. D.2, Thm 7; docs/methods/biadjacency.md §3.2).
 
     >>> round(rho_closed_form(2.0, 1e-5), 7)
     0.0800454

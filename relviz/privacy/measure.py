@@ -5,7 +5,7 @@ histograms of a foreign key, per-parent child counts, cross-table contingency co
 foreign key) is a group-by count computed here, on integer codes over public domains, and logged
 in a :class:`ReadLog`. Mechanisms receive :class:`PrivateTable` / :class:`PrivateForeignKey`
 handles, never frames; model fitting and sampling work on noisy summaries only
-(``shared/DESIGN.md`` §4). Counts are numpy ``bincount``s in memory; the queries are plain
+(docs/privacy.md, "Where private data is read"). Counts are numpy ``bincount``s in memory; the queries are plain
 GROUP BY counts, so they could be pushed down to DuckDB for data larger than memory.
 
 Reading is not releasing: every exact count returned here must only reach the outside world
@@ -129,11 +129,28 @@ class PrivateForeignKey:
         i = self._idx[self._idx >= 0]
         return np.bincount(i, minlength=self.n_parent).astype(np.int64)
 
-    def degree_histogram(self, cap: int) -> np.ndarray:
-        """Exact number of parents with degree 0, 1, …, ``cap`` (degrees above ``cap`` count in
-        the last bin), shape ``(cap + 1,)`` float64."""
+    def degree_histogram(self, cap: int, edges: np.ndarray | None = None) -> np.ndarray:
+        """Exact number of parents per degree bin (degrees above ``cap`` count in the last bin).
+
+        Args:
+            cap: τ.
+            edges: Public bin starts ``0 = e_0 < e_1 < … ≤ cap`` (bin ``k`` holds degrees
+                ``e_k … e_{k+1} − 1``); default one bin per degree ``0…cap``.
+
+        Returns:
+            ``(len(edges),)`` (default ``(cap + 1,)``) float64.
+        """
         deg = np.minimum(self.degrees(), cap)
-        return np.bincount(deg, minlength=cap + 1).astype(np.float64)
+        if edges is None:
+            return np.bincount(deg, minlength=cap + 1).astype(np.float64)
+        b = np.searchsorted(np.asarray(edges), deg, side="right") - 1
+        return np.bincount(b, minlength=len(edges)).astype(np.float64)
+
+    def child_rows(self) -> int:
+        """Number of child rows (a read; a public fact only under row-level units, where table
+        sizes are public)."""
+        self._log.add(self.fk.name, "count(*) of the child table", len(self._idx))
+        return len(self._idx)
 
     def parent_counts(self) -> np.ndarray:
         """Exact children per parent, then the number of children with a null FK:
@@ -164,13 +181,14 @@ class PrivateForeignKey:
 
 
     def link_count(self) -> int:
-        """Exact number of non-null links (a read; public in the bi-adjacency method, [J] §2.2)."""
+        """Exact number of non-null links (a read; public in the bi-adjacency paper, Alimohammadi et al. §2.2;
+        docs/methods/biadjacency.md §1.4)."""
         self._log.add(self.fk.name, "count(non-null links)", len(self._idx))
         return int((self._idx >= 0).sum())
 
     def workload_marginals(self, workloads: Sequence, *, normalise: bool = True) -> list[np.ndarray]:
         """Exact cross-table marginals (child attributes × parent attributes) of ``workloads`` over
-        the non-null links, normalised by the link count (spec/relational-biadjacency.md §2.4).
+        the non-null links, normalised by the link count (docs/methods/biadjacency.md §2.4).
 
         Args:
             workloads: ``relviz.relational.biadjacency.workloads.Workload`` objects (S1 indexes
@@ -194,7 +212,7 @@ class PrivateLink:
     """Handle on a many-to-many relation through a link table with two foreign keys.
 
     The relation's edges are the *distinct* pairs (row of parent 1, row of parent 2) over the link
-    rows whose two FKs are non-null (spec/relational-biadjacency.md §1.2, §6.1).
+    rows whose two FKs are non-null (docs/methods/biadjacency.md §1.2, §6.1).
 
     Attributes:
         fk1, fk2: The link table's foreign keys (to table 1 and table 2).

@@ -39,6 +39,7 @@ from relviz.errors import Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateForeignKey
 from relviz.privacy.mechanisms import gaussian_sigma
+from relviz.privacy.postprocessing import project_counts, project_counts_moment
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
 from relviz.relational import register
@@ -51,6 +52,38 @@ SOURCE = ("degree baseline: noisy degree histogram + random assignment "
 
 
 ZERO_KEEP_SIGMAS = 3.0  # noisy per-parent counts at or above 3σ are never zeroed by the auto rule
+
+
+def degree_bin_edges(tau: int, bins: str = "auto") -> np.ndarray:
+    """Public bin starts of the degree histogram ``0…τ``.
+
+    ``"exact"``: one bin per degree. ``"auto"``: the same for caps below :data:`BINNED_FROM`;
+    for larger caps one bin per degree up to :data:`EXACT_DEGREES` − 1, then bins that grow
+    geometrically by :data:`BIN_GROWTH` (each at least one wider than the last): a cap of 1,500
+    gives 18 bins instead of 1,501 (measured on nycflights13 flights per plane, tuple unit,
+    ε = 1, 5 seeds: mean KS similarity 0.965 against 0.951 with 40 bins of growth 1.2). Every
+    sensitivity of the histogram holds for any public binning (a changed group still moves one
+    count between two bins), while the noise each bin carries is spread over far fewer bins.
+
+    Returns:
+        ``(k,)`` int64 starts, ``0 = e_0 < … ≤ τ``.
+    """
+    if bins == "exact" or tau < BINNED_FROM:
+        return np.arange(tau + 1, dtype=np.int64)
+    edges = list(range(EXACT_DEGREES))
+    width = 1
+    while True:
+        width = max(width + 1, int(np.ceil(edges[-1] * (BIN_GROWTH - 1))))
+        nxt = edges[-1] + width
+        if nxt > tau:
+            break
+        edges.append(nxt)
+    return np.array(edges, dtype=np.int64)
+
+
+BINNED_FROM = 16  # caps below 16 keep one bin per degree
+EXACT_DEGREES = 4  # above, degrees 0…3 get a bin each
+BIN_GROWTH = 1.5  # then each bin is about half as wide as the degree where it starts
 
 
 def round_counts(weights: np.ndarray, total: int, rng: np.random.Generator) -> np.ndarray:
@@ -81,15 +114,35 @@ class DegreeLink:
     Attributes:
         public_parent: Whether the parent table is public (per-parent counts were released).
         weights: Public parent: non-negative weight per parent row; private parent: probability
-            of each degree 0 … τ.
+            of each degree bin.
         null_share: Share of children with a null FK (0 for a non-nullable FK).
         cap: τ (private parent) or 0.
+        edges: Private parent: the public bin starts (bin ``k`` holds degrees ``edges[k] …
+            edges[k+1] − 1``, the last one up to τ); ``None``: one bin per degree ``0…τ``.
     """
 
     public_parent: bool
     weights: np.ndarray
     null_share: float
     cap: int
+    edges: np.ndarray | None = None
+
+    def draw_degrees(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` degrees from the fitted distribution, int64, in random order.
+
+        Stratified: the ``i``-th degree is the distribution's quantile at ``(i + U_i)/n`` (one
+        uniform draw per stratum), so the ``n`` degrees follow the fitted distribution up to
+        ``1/n`` in every quantile instead of the ``≈ 1/√n`` of independent draws; within a bin
+        the degree is uniform.
+        """
+        edges = np.arange(self.cap + 1) if self.edges is None else self.edges
+        u = (np.arange(n) + rng.random(n)) / max(n, 1)
+        cdf = np.cumsum(self.weights)
+        b = np.minimum(np.searchsorted(cdf / cdf[-1], u, side="right"), len(edges) - 1)
+        hi = np.append(edges[1:], self.cap + 1)
+        lo = edges[b]
+        deg = lo + np.floor(rng.random(n) * (hi[b] - lo)).astype(np.int64)
+        return rng.permutation(deg.astype(np.int64))
 
     def link(self, child: EncodedTable, parent: EncodedTable, rng: np.random.Generator,
              progress: Reporter) -> np.ndarray:
@@ -106,7 +159,7 @@ class DegreeLink:
             w = self.weights if len(self.weights) == n_p else np.ones(n_p)
             counts = round_counts(w, target, rng)
         else:
-            deg = rng.choice(self.cap + 1, size=n_p, p=self.weights)
+            deg = self.draw_degrees(n_p, rng)
             s = int(deg.sum())
             if s == 0:
                 deg = np.ones(n_p, dtype=np.int64)
@@ -132,6 +185,8 @@ class DegreeLinker:
         zero: Public parent post-processing: ``"auto"`` (keep the ``n − 2·#{noisy ≤ 0}`` largest
             noisy counts, zero the rest) or a number ``k`` (zero the counts below ``k·σ``; 0 keeps
             every positive count).
+        bins: Private parent: ``"auto"`` (exact small degrees, geometric bins above,
+            :func:`degree_bin_edges`) or ``"exact"`` (one bin per degree ``0…τ``).
     """
 
     name: ClassVar[str] = "degree"
@@ -139,10 +194,13 @@ class DegreeLinker:
     gaussian_only: ClassVar[bool] = True
     needs_synthetic_tables: ClassVar[bool] = False
     zero: str | float = "auto"
+    bins: str = "auto"
 
     def __post_init__(self) -> None:
         if self.zero != "auto" and not (isinstance(self.zero, (int, float)) and self.zero >= 0):
             raise ValueError("zero must be 'auto' or a number ≥ 0")
+        if self.bins not in ("auto", "exact"):
+            raise ValueError("bins must be 'auto' or 'exact'")
 
     def _zeroed(self, noisy: np.ndarray, sigma: float) -> np.ndarray:
         """Post-processing of noisy per-parent counts (see the class docstring)."""
@@ -190,8 +248,12 @@ class DegreeLinker:
             return {label: gaussian_sigma(multipliers.parent_counts(fk.name), rho)}
         tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
         sens = multipliers.degree_release(fk.name, with_null=fk.nullable)
-        label = f"degree histogram 0…{tau}" + (" + null count" if fk.nullable else "")
-        return {label: gaussian_sigma(sens, rho)}
+        return {self._hist_label(tau) + (" + null count" if fk.nullable else ""):
+                gaussian_sigma(sens, rho)}
+
+    @staticmethod
+    def _hist_label(tau: int) -> str:
+        return f"degree histogram 0…{tau}"
 
     def fit(self, rel: PrivateForeignKey, budget: Budget, *, schema: Schema,
             multipliers: Multipliers, progress: Reporter, synthetic: object = None) -> DegreeLink:
@@ -216,24 +278,56 @@ class DegreeLinker:
             progress(1.0, "fitted")
             return DegreeLink(True, w, null_share, 0)
         tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
-        hist = rel.degree_histogram(tau)
+        sigma = gaussian_sigma(multipliers.degree_release(fk.name, with_null=fk.nullable), budget.rho)
+        edges = degree_bin_edges(tau, self.bins)
+        # a public rule (σ, the bins and, under row-level units, the number of parents are
+        # public): a histogram whose noise outweighs its counts (σ·√bins ≥ parents) is released
+        # per degree and only clipped (see below)
+        informative = multipliers.row_unit and sigma * np.sqrt(len(edges)) < rel.n_parent
+        if multipliers.row_unit and not informative:
+            edges = degree_bin_edges(tau, "exact")
+        hist = rel.degree_histogram(tau, edges)
         if fk.nullable:
             n_null = np.array([rel.parent_counts()[-1]])
             noisy, _ = budget.gaussian(
                 np.concatenate([hist, n_null]), rho=budget.rho,
                 sensitivity=multipliers.degree_release(fk.name, with_null=True),
-                label=f"degree histogram 0…{tau} + null count", module="degree", source=SOURCE, integer=True)
+                label=self._hist_label(tau) + " + null count", module="degree", source=SOURCE,
+                integer=True)
             hist_noisy, null_noisy = noisy[:-1], max(noisy[-1], 0.0)
         else:
             hist_noisy, _ = budget.gaussian(hist, rho=budget.rho,
                                             sensitivity=multipliers.degree_histogram(fk.name),
-                                            label=f"degree histogram 0…{tau}", module="degree",
+                                            label=self._hist_label(tau), module="degree",
                                             source=SOURCE, integer=True)
             null_noisy = 0.0
-        p = np.clip(hist_noisy, 0, None)
-        p = p / p.sum() if p.sum() > 0 else np.full(tau + 1, 1 / (tau + 1))
-        n_linked = float(np.dot(np.clip(hist_noisy, 0, None), np.arange(tau + 1)))
-        null_share = null_noisy / (null_noisy + n_linked) if null_noisy + n_linked > 0 else 0.0
+        # post-processing: the closest valid histogram (non-negative) with the noisy number of
+        # parents (Euclidean projection; clipping at 0 would keep the positive noise of every
+        # empty bin and inflate the tail)
+        hi = np.append(edges[1:], tau + 1)
+        mids = (edges + hi - 1) / 2.0  # mean degree of a bin under the uniform in-bin draw
+        if informative:
+            # table sizes are public under row-level units: the histogram must count every
+            # parent and, with the noisy null count, every linked child (its mean degree); the
+            # projection onto both constraints removes the tail that noise in empty high-degree
+            # bins would otherwise add
+            n_child = rel.child_rows()
+            n_linked = max(n_child - null_noisy, 0.0) if fk.nullable else float(n_child)
+            counts = project_counts_moment(hist_noisy, float(rel.n_parent), mids, n_linked)
+            null_share = float(np.clip(null_noisy / max(n_child, 1), 0.0, 1.0)) if fk.nullable else 0.0
+        else:
+            # entity unit (sizes are private: the noisy number of parents), or a histogram that is
+            # mostly noise (σ·√bins ≥ parents): projecting it on the public sizes would put every
+            # parent at the cap — the truncated data's answer, far from the raw degrees (KS
+            # similarity 0.34 against 0.57 for this rule on nycflights13 planes, row unit, τ = 30)
+            counts = (project_counts(hist_noisy, max(float(hist_noisy.sum()), 1.0))
+                      if informative or not multipliers.row_unit else np.clip(hist_noisy, 0, None))
+            n_linked = float(np.dot(counts, mids))
+            null_share = null_noisy / (null_noisy + n_linked) if null_noisy + n_linked > 0 else 0.0
+        if counts.sum() <= 0:
+            counts = np.ones_like(counts)
+        p = counts / counts.sum()
         progress(1.0, "fitted")
-        return DegreeLink(False, p, float(null_share), tau)
+        return DegreeLink(False, p, float(null_share), tau,
+                          None if len(edges) == tau + 1 else edges)
 

@@ -1,4 +1,4 @@
-"""Independent marginals: the sanity floor (spec/single-table-benchmark.md §5.1, priority 4).
+"""Independent marginals: the sanity floor (docs/methods/independent.md).
 
 Measure every 1-way marginal with the Gaussian mechanism (the concatenated vector has L2
 sensitivity √d per row, times the privacy unit's multiplier), project each onto non-negative
@@ -98,7 +98,7 @@ class Independent:
         noisy, sigma = budget.gaussian(
             np.concatenate(exact), rho=budget.rho, sensitivity=histogram_sensitivity * math.sqrt(d),
             label=f"1-way marginals ({d} attributes)",
-            source="independent baseline: Gaussian 1-way marginals (spec/single-table-benchmark.md §5.1)", integer=True)
+            source="independent baseline: Gaussian 1-way marginals (docs/methods/independent.md)", integer=True)
         splits = np.cumsum([len(x) for x in exact])[:-1]
         probs, totals = [], []
         for y in np.split(noisy, splits):

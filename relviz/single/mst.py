@@ -1,6 +1,8 @@
 """MST — the Maximum-Spanning-Tree mechanism (McKenna, Miklau & Sheldon 2021) on Private-PGM.
 
-Spec: spec/single-table-benchmark.md §2.3 and §5.3. With the table's ρ split in thirds:
+Documented in docs/methods/mst.md (the paper: McKenna, Miklau & Sheldon, "Winning the NIST Contest: A
+scalable and general approach to differentially private synthetic data", Journal of Privacy and
+Confidentiality 11(3), 2021). With the table's ρ split in thirds:
 
 1. measure all d 1-way marginals with the Gaussian mechanism (concatenated vector, L2
    sensitivity √d per row × the unit's histogram multiplier; ρ/3);
@@ -40,13 +42,14 @@ from relviz.errors import Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateTable
 from relviz.privacy.mechanisms import gaussian_sigma
+from relviz.privacy.postprocessing import project_counts
 from relviz.progress import Reporter
 from relviz.schema import Table
 from relviz.single import register
 
 __all__ = ["MST", "MSTModel"]
 
-SOURCE = "MST (McKenna, Miklau & Sheldon 2021), spec/single-table-benchmark.md §2.3"
+SOURCE = "MST (McKenna, Miklau & Sheldon 2021), docs/methods/mst.md"
 
 
 def _mbi():  # noqa: ANN202
@@ -75,17 +78,6 @@ def _thirds(rho: Fraction) -> tuple[Fraction, Fraction, Fraction]:
     """MST's split: ρ/3 for 1-way marginals, ρ/3 for selection, the rest (exactly ρ/3) for 2-ways."""
     rho1 = rho2 = rho / 3
     return rho1, rho2, rho - rho1 - rho2
-
-
-def _project_counts(y: np.ndarray, total: float) -> np.ndarray:
-    """Euclidean projection of noisy counts onto {p ≥ 0, Σp = total} (sort-based)."""
-    if total <= 0:
-        return np.zeros_like(y)
-    u = np.sort(y)[::-1]
-    css = np.cumsum(u) - total
-    k = np.arange(1, len(u) + 1)
-    rho = np.nonzero(u - css / k > 0)[0][-1]
-    return np.maximum(y - css[rho] / (rho + 1), 0)
 
 
 @dataclass
@@ -122,8 +114,8 @@ class MST:
     """MST on ``mbi`` (Private-PGM).
 
     Args:
-        iters: Mirror-descent iterations of the final fit (≥ 100; the original uses 5000,
-            spec §5.3 asks ≥ 1000).
+        iters: Mirror-descent iterations of the final fit (≥ 100; the reference code uses
+            5000; 1000 by default, docs/methods/mst.md §4).
         compress_above: Domains with more codes than this are compressed by the 3σ rule.
         max_cells: 2-way marginals with more cells are not candidates for the tree.
         max_domain: Largest attribute domain accepted (codes).
@@ -231,7 +223,7 @@ class MST:
         p1 = {}
         for a in attrs:
             y = y1[a] if a not in mapping else np.bincount(mapping[a], weights=y1[a], minlength=csize[a])
-            p1[a] = _project_counts(y, total) / total
+            p1[a] = project_counts(y, total) / total
         pairs = [(a, b) for a, b in combinations(attrs, 2) if csize[a] * csize[b] <= self.max_cells]
         weights = {}
         for a, b in pairs:

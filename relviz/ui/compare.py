@@ -9,7 +9,7 @@ carries it as its subtitle). Real data are dark, synthetic data in the accent co
   ratio η as fits the types) for one table or across a chosen parent–child join.
 * **t-SNE** — openTSNE map of a sample of rows (one table, or a parent–child join), real and
   synthetic in one map, coloured by source or by a chosen attribute; the sample size is shown and
-  selectable (2,000 rows per side by default, spec/evaluation.md §8), progress is shown while the
+  selectable (2,000 rows per side by default, docs/evaluation.md §8), progress is shown while the
   map is computed, and each (selection, size) is computed once (re-colouring is free).
 * **Marginals** — 1-way bars per attribute, with each attribute's TVD.
 * **Scores** — the quality report's properties and relviz's cross-table errors per FK.

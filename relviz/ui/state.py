@@ -1,7 +1,7 @@
 """Plain-Python state behind relviz's widgets; works without Jupyter (no widget imports).
 
-Two objects, each a small editor over a frozen value object (``shared/DESIGN.md`` §1: widgets
-never compute, they mirror these):
+Two objects, each a small editor over a frozen value object (widgets never compute, they mirror
+these):
 
 * :class:`SchemaDraft` edits a :class:`~relviz.schema.Schema` against the data it describes:
   add, delete and re-point foreign keys, accept or reject the keys proposed by
@@ -65,10 +65,11 @@ __all__ = [
 ]
 
 CURATOR_VIEW = "curator view (not private)"
-"""Label of every number read from private data that is not a noisy release (DESIGN.md §3)."""
+"""Label of every number read from private data that is not a noisy release (docs/privacy.md,
+docs/evaluation.md)."""
 
 EPSILON_WARN = 5.0
-"""Above this total ε the panel warns (OpenDP's ``loss_of`` warns above 5; UX.md §A.3)."""
+"""Above this total ε the panel warns (OpenDP's ``loss_of`` warns above 5)."""
 
 SMALL_SHARE_ERROR = 0.25
 """A component whose typical cell is off by more than this fraction of the table is flagged."""
@@ -78,11 +79,11 @@ MEAN_ABS_NORMAL = math.sqrt(2.0 / math.pi)
 
 PRESETS: dict[str, str] = {
     "equal": "equal split — Plan.default: private tables share 2/3 of ρ equally, private FKs "
-             "share 1/3 equally (spec/single-table-benchmark.md §5.3)",
+             "share 1/3 equally",
     "papers": "papers' defaults — bi-adjacency FKs get ε_rel = 2 against ε = 1 per table "
-              "(spec/relational-biadjacency.md §8), i.e. 4× a table's ρ since ρ grows as ε²; every "
-              "other component an equal share (PrivLava's equal shares per component, "
-              "spec/privlava.md §10.5)",
+              "(Alimohammadi et al. §8), i.e. 4× a table's ρ since ρ grows as ε²; every "
+              "other component an equal share (PrivLava, Cai, Xiao & Cormode §6, leaves the split "
+              "across components open)",
 }
 
 

@@ -71,7 +71,7 @@ class Studio(W.VBox):
             :class:`~relviz.run.Run`). Off by default: the Run tab then shows the refusal.
         propose: Offer the FKs found in the data in the schema editor.
         epsilon, delta: Total budget when no plan is given.
-        tsne_n: Rows per side of the t-SNE sample (spec default 2,000).
+        tsne_n: Rows per side of the t-SNE sample (default 2,000, docs/evaluation.md §8).
         height: Height of the schema editor's graph area (pixels).
 
     Attributes:

@@ -1,4 +1,4 @@
-"""Association measures, matrices and Intertable Trends (spec/evaluation.md §2, §4), hand-computed."""
+"""Association measures, matrices and Intertable Trends (docs/evaluation.md §2, §4), hand-computed."""
 
 from __future__ import annotations
 

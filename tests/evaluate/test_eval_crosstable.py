@@ -1,4 +1,4 @@
-"""3-way cross-table marginal error (spec/relational-biadjacency.md §7.1) through relviz.evaluate."""
+"""3-way cross-table marginal error (docs/evaluation.md §7.1) through relviz.evaluate."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Degree distributions and CardinalityShapeSimilarity (spec/evaluation.md §3), hand-computed."""
+"""Degree distributions and CardinalityShapeSimilarity (docs/evaluation.md §3), hand-computed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Row encoding, detection score and the t-SNE embedding (spec/evaluation.md §8)."""
+"""Row encoding, detection score and the t-SNE embedding (docs/evaluation.md §8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Column shapes, pair trends, TVDs and frequencies (spec/evaluation.md §1–§2), hand-computed."""
+"""Column shapes, pair trends, TVDs and frequencies (docs/evaluation.md §1–§2), hand-computed."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""SDMetrics compatibility (spec/evaluation.md: "a relviz report and an SDMetrics report on the same
-data give the same number").
+"""SDMetrics compatibility (docs/evaluation.md: in ``sdmetrics_compatible`` mode a relviz report and an
+SDMetrics report on the same data give the same number).
 
 sdmetrics 0.32 requires pandas < 3, so it cannot be installed beside relviz. The golden numbers
 below were produced by ``sdmetrics==0.32.0`` (pandas 2.3.3) in a separate virtualenv on exactly this

@@ -1,4 +1,4 @@
-"""Validity checks (spec/evaluation.md §6): each check catches what it is for."""
+"""Validity checks (docs/evaluation.md §6): each check catches what it is for."""
 
 from __future__ import annotations
 

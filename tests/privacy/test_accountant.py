@@ -20,10 +20,10 @@ from relviz.privacy.accountant import (
     zcdp_rho,
 )
 
-# spec/single-table-benchmark.md §1.1 (δ = 1e-5), rounded to 6 decimals there
+# Canonne-Kamath-Steinke conversion (Private-PGM's cdp_rho), δ = 1e-5, rounded to 6 decimals
 ZCDP_GOLDEN = {0.1: 0.000433, 0.2: 0.001559, 0.5: 0.008506, 1: 0.030557, 2: 0.108256,
                5: 0.550973, 10: 1.782696}
-# spec/privlava.md §10.1 (γ_max to 6 decimals)
+# γ_max of the exact Gaussian-DP curve (Dong, Roth & Su; PrivLava Thm 6.2 with e^{+ε}), 6 decimals
 GDP_GOLDEN = [(1.0, 1e-5, 0.268051), (3.2, 1e-5, 0.761132), (0.2, 1 / 1690642, 0.051113),
               (0.4, 1 / 1690642, 0.097986), (0.8, 1 / 1690642, 0.187510), (1.6, 1 / 1690642, 0.356932),
               (3.2, 1 / 1690642, 0.672098), (1.6, 1 / 4297133, 0.343134), (3.2, 1 / 4297133, 0.648589)]
@@ -52,7 +52,7 @@ def test_gdp_golden_values(eps: float, delta: float, mu: float) -> None:
 
 
 def test_gdp_buys_more_than_zcdp_for_gaussian_plans() -> None:
-    # DESIGN.md §3: ρ ≈ 0.0359 vs ≈ 0.0306 at ε = 1, δ = 1e-5
+    # the Gaussian-DP conversion buys ~17 % more: ρ ≈ 0.0359 vs ≈ 0.0306 at ε = 1, δ = 1e-5
     assert gdp_mu(1.0, 1e-5) ** 2 / 2 == pytest.approx(0.0359, abs=1e-4)
     assert zcdp_rho(1.0, 1e-5) == pytest.approx(0.0306, abs=1e-4)
 

@@ -1,4 +1,5 @@
-"""Privacy-unit multipliers (spec/privlava.md §10.4 worked examples) and cap enforcement."""
+"""Privacy-unit multipliers and cap enforcement (worked examples: the census and TPC-H schemas of PrivLava,
+Cai, Xiao & Cormode §7; the row and tuple units; docs/privacy.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The iterative bi-adjacency algorithm: accounting, schedule, invariants, determinism, and the
-noiseless end-to-end improvement over a random relation (spec/relational-biadjacency.md §9)."""
+noiseless end-to-end improvement over a random relation (docs/methods/biadjacency.md §9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Batched M:N slices (spec §8): the batched operator equals per-slice operators, and a batched
+"""Batched M:N slices (docs/methods/biadjacency.md §8): the batched operator equals per-slice operators, and a batched
 run keeps every invariant and still improves on a random relation."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Acceptance tests (spec §9 items 7-13, 25) for workloads, the factorised operator, projections and PGD."""
+"""Tests (docs/methods/biadjacency.md §2, §4, §7.1, §9) for workloads, the factorised operator, projections and PGD."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def random_edges(rng: np.random.Generator, n1: int, n2: int, m: int) -> tuple[np
 
 
 def explicit_q(codes1, codes2, workloads, rows=None, cols=None) -> sp.csr_matrix:
-    """Stacked Q built straight from the definition q = vec(1_{S1,y1} 1_{S2,y2}^T) (spec §2.2), row-major vec."""
+    """Stacked Q built straight from the definition q = vec(1_{S1,y1} 1_{S2,y2}^T), row-major vec
+    (Alimohammadi et al. Lemma 1; docs/methods/biadjacency.md §2.2)."""
     t1 = codes1 if rows is None else codes1[rows]
     t2 = codes2 if cols is None else codes2[cols]
     n1, n2 = len(t1), len(t2)
@@ -164,7 +165,7 @@ def test_factorised_products_equal_explicit_q(seed):
     np.testing.assert_allclose(op.forward(x).numpy(), q @ x.reshape(-1), rtol=0, atol=1e-12)
     np.testing.assert_allclose(op.transpose(r).numpy().reshape(-1), q.T @ r, rtol=0, atol=1e-12)
     np.testing.assert_allclose(op.normal(x).numpy().reshape(-1), q.T @ (q @ x.reshape(-1)), rtol=0, atol=1e-12)
-    # Each Q_w Q_w^T is diagonal with the cell sizes n1_w(c1) n2_w(c2) (spec §2.2).
+    # Each Q_w Q_w^T is diagonal with the cell sizes n1_w(c1) n2_w(c2) (docs/methods/biadjacency.md §2.2).
     a_list, b_list = slice_codes(codes1, codes2, rows, cols, wls)
     for w, (a, b, wl) in enumerate(zip(a_list, b_list, wls, strict=True)):
         qw = q[op.offsets[w] : op.offsets[w + 1]]

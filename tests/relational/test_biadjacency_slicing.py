@@ -1,4 +1,4 @@
-"""Acceptance tests (spec §9 items 20-22, 24) for slicing, reinsertion, initial relations and degree clipping."""
+"""Tests (docs/methods/biadjacency.md §3.6, §3.7, §9) for slicing, reinsertion, initial relations and degree clipping."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from relviz.relational.biadjacency import (
 
 
 def test_m_syn_rule_and_slice_shapes():
-    assert m_syn_rule(10075, 3883, 6040, 3880, 6040) == 10071  # MovieLens, spec §3.6
+    assert m_syn_rule(10075, 3883, 6040, 3880, 6040) == 10071  # MovieLens, docs/methods/biadjacency.md §3.6
     assert m_syn_rule(500, 100, 100, 100, 100) == 500  # perfect square: no float round-down
     assert m_syn_rule(999, 40, 90, 20, 20) == 333  # 999 * sqrt(400 / 3600) = 333 exactly (isqrt of a square)
     assert m_syn_rule(1000, 40, 90, 20, 20) == 333  # floor(333.33)
@@ -122,7 +122,7 @@ def _mini_tables(rng, n1, n2):
 
 
 def run_mn_pipeline(seed: int, self_relation: bool, n_updates: int = 6):
-    """Slice updates as in spec §3.10 (PGD on noisy targets, UBS, reinsertion); invariants after each."""
+    """Slice updates as in docs/methods/biadjacency.md §3.10 (PGD on noisy targets, UBS, reinsertion); invariants after each."""
     rng = np.random.default_rng(seed)
     n1 = 120
     n2 = n1 if self_relation else 90

@@ -1,4 +1,4 @@
-"""Acceptance tests (spec §9 items 14-19, 21) for UBS and categorical rounding.
+"""Tests (docs/methods/biadjacency.md §5, §4.5, §9) for UBS and categorical rounding.
 
 Statistical tolerances. Draws are independent, so the selection frequency ``f_i`` of index ``i`` over ``n`` draws
 is Binomial(n, x_i)/n with standard deviation ``sqrt(x_i (1 - x_i) / n)``. The spec's bound ``4.5`` standard

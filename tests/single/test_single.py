@@ -22,7 +22,7 @@ SIZES = [2, 5, 9, 16, 7, 4]
 
 
 def chain_table(n: int = 20_000, seed: int = 0, sizes: list[int] = SIZES) -> Database:
-    """spec/single-table-benchmark.md §5.5 recipe (fewer columns): a noisy Markov chain."""
+    """A noisy Markov chain over categorical columns (each column a noisy function of the previous one)."""
     rng = np.random.default_rng(seed)
     cols = [rng.integers(0, sizes[0], n)]
     for s in sizes[1:]:

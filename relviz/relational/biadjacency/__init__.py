@@ -1,8 +1,13 @@
-"""Bi-adjacency relational synthesis (spec relational-biadjacency.md, [J]: Alimohammadi et al.).
+"""Bi-adjacency relational synthesis (docs/methods/biadjacency.md).
+
+Citations in this package: **[J]** is Alimohammadi, Wang, Gulati, Srivastava & Azizan, "Differentially Private
+Synthetic Data Generation for Relational Databases" (journal version), with its own section, algorithm, lemma and
+theorem numbers; **[W]** the same authors' earlier working paper; **[R]** their reference implementation
+(github.com/azizanlab/dp-relational). A bare "§" number refers to a section of docs/methods/biadjacency.md.
 
 The relational methods are :class:`~.linker.BiadjacencyLinker` (one-to-many, per FK; registered as
 ``"biadjacency"``) and :class:`~.linker.BiadjacencyRelation` (many-to-many through a link table),
-built on :func:`~.algorithm.learn_relation` (spec §3, Algorithm R1) and its numerical core.
+built on :func:`~.algorithm.learn_relation` (§3, [J] Alg. 1 and 4) and its numerical core.
 
 Submodules: :mod:`.algorithm` (the iterative algorithm, budget calibration), :mod:`.linker` (the
 relviz methods), :mod:`.batched` (disjoint slices as one tensor, §8),

@@ -1,4 +1,6 @@
-"""The iterative bi-adjacency algorithm (spec/relational-biadjacency.md §3, [J] Alg. 1, 4, 5, 6).
+"""The iterative bi-adjacency algorithm (docs/methods/biadjacency.md §3, [J] Alg. 1, 4, 5, 6).
+
+§ numbers below refer to docs/methods/biadjacency.md; [J] and [R] as defined there.
 
 Given two synthetic tables (codes over public domains), the exact cross-table marginals of the
 real relation (read once, through the curator), the public edge count ``m`` and the sensitivity
@@ -23,8 +25,8 @@ relviz's extensions, documented and switchable: for 1:N relations slices may be 
 random group of parents (``otm_slices="parents"``: every child currently linked to those parents,
 so one pass over the parents revisits every child — needed when the child table is large), and a
 start relation may be given (``initial``), e.g. the DP degree baseline's, instead of a uniformly
-random one. The reference code's deviations (§10.1 ``compat="reference"``: L1 selection scores that
-cost 4× their accounted amount, the heuristic projection, the optimal conversion) are not offered:
+random one. The reference code's deviations (§10 items 1, 4 and 6: L1 selection scores that cost 4× their
+accounted amount, the heuristic projection, its own budget conversion per relation) are not offered:
 relviz implements the paper's algorithm only.
 """
 
@@ -67,14 +69,14 @@ __all__ = ["Settings", "Measurements", "RelationResult", "Calibration", "calibra
            "refit_relation", "schedule", "torch_threads"]
 
 SOURCE_EM = ("bi-adjacency workload selection: exponential mechanism on TV scores, sensitivity d/m "
-             "([J] Alg. 5, Lemma 6; spec/relational-biadjacency.md §3.4)")
+             "([J] Alg. 5, Lemma 6; docs/methods/biadjacency.md §3.4)")
 SOURCE_GM = ("bi-adjacency measurement: Gaussian mechanism, L2 sensitivity √2·d/m "
-             "([J] Alg. 6, Lemma 5; spec/relational-biadjacency.md §3.5)")
+             "([J] Alg. 6, Lemma 5; docs/methods/biadjacency.md §3.5)")
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Hyper-parameters (spec §3.1; defaults are relviz's).
+    """Hyper-parameters (§3.1; defaults are relviz's).
 
     Attributes:
         k: Marginal order (3).
@@ -91,7 +93,7 @@ class Settings:
         otm_pgd_iters: PGD steps per 1:N slice (20).
         otm_expansion: 1:N reference slices: parent-to-child ratio ``γ`` (2).
         otm_slices: 1:N slice construction, ``"parents"`` (relviz) or ``"reference"`` ([R]).
-        slice_target: What a slice is fitted to. ``"paper"`` (spec §3.9): the slice's own marginal
+        slice_target: What a slice is fitted to. ``"paper"`` (§3.9): the slice's own marginal
             ``Q x/m_s`` matches the global noisy answers ``â`` — each slice must reproduce the whole
             distribution by itself, which is biased when the slice is not a representative sample
             (1:N slices built around a few parents). ``"residual"`` (relviz): block-coordinate
@@ -107,11 +109,12 @@ class Settings:
         selection: Workload scores of the exponential mechanism. ``"tv"`` ([J] Alg. 5): the total
             variation between the real and the synthetic marginal. ``"aim"`` (relviz option): TV
             minus the expected TV error of measuring the workload, ``½·C_w·σ·√(2/π)`` (AIM's
-            scale penalty, spec/single-table-benchmark.md §1.4): large workloads whose answers
+            scale penalty: McKenna, Mullins, Sheldon & Miklau, PVLDB 2022; Chen et al., "Benchmarking
+            differentially private tabular data synthesis", §6.2): large workloads whose answers
             would be mostly noise are not chosen. The penalty is public (``C_w``, ``σ``), so the
             sensitivity and the cost are unchanged.
         batch_slices: M:N only: optimise this many disjoint slices at once as one
-            ``(S, s1, s2)`` tensor (spec §8; :mod:`relviz.relational.biadjacency.batched`). 1 is
+            ``(S, s1, s2)`` tensor (§8; :mod:`relviz.relational.biadjacency.batched`). 1 is
             the reference mode; larger values pay off on an accelerator.
         warm_start: Start PGD from the current slice instead of a random feasible point.
         device: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``.
@@ -216,7 +219,7 @@ class RelationResult:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Per-call budgets and noise of a run (spec §3.2–3.5).
+    """Per-call budgets and noise of a run (§3.2–§3.5).
 
     Attributes:
         rho_em, rho_gm: Exact zCDP cost of one exponential / Gaussian call
@@ -237,7 +240,7 @@ class Calibration:
 
 
 def calibrate(rho: Fraction | float, K: int, T: int, alpha: float, m: float, d: int) -> Calibration:
-    """The exact budget split of spec §3.2 for ``K·T`` selection/measurement pairs.
+    """The exact budget split of §3.2 for ``K·T`` selection/measurement pairs.
 
     >>> from relviz.privacy.accountant import rho_closed_form
     >>> c = calibrate(rho_closed_form(2.0, 1e-5), 3, 15, 0.2, 10075, 10)
@@ -321,7 +324,7 @@ def _otm_parent_slice(parent: np.ndarray, n2s: int, s1_max: int, s2: int, rng: n
 
 
 class _Optimiser:
-    """Slice re-optimisation shared by learning and refitting (spec §3.7–§3.9)."""
+    """Slice re-optimisation shared by learning and refitting (§3.7–§3.9)."""
 
     def __init__(self, kind: str, syn1: np.ndarray, syn2: np.ndarray, settings: Settings,
                  rng: np.random.Generator, mask_diagonal: bool, row_ids: np.ndarray | None = None) -> None:
@@ -375,7 +378,7 @@ class _Optimiser:
 
     def optimised_workloads(self, answers: Sequence[np.ndarray], current: Sequence[np.ndarray]
                             ) -> np.ndarray:
-        """Indices of the measured workloads a slice is fitted to (spec §3.8): the ``q_opt`` with
+        """Indices of the measured workloads a slice is fitted to (§3.8): the ``q_opt`` with
         the largest L1 gap between noisy answer and current synthetic marginal, or a random subset."""
         if self.s.choose_worst:
             err = np.array([np.abs(a - c).sum() for a, c in zip(answers, current)])
@@ -538,7 +541,7 @@ def learn_relation(
     rho: Fraction | None = None,
     row_ids: np.ndarray | None = None,
 ) -> RelationResult:
-    """Learn a synthetic relation between two synthetic tables (spec §3.10, Algorithm R1).
+    """Learn a synthetic relation between two synthetic tables (§3.10; [J] Alg. 1 and 4).
 
     Keyword arguments only; torch runs single-threaded on the CPU (:func:`torch_threads`).
 

@@ -1,4 +1,6 @@
-"""Batched M:N slices: ``S`` disjoint slices optimised as one ``(S, s1, s2)`` tensor (spec §8).
+"""Batched M:N slices: ``S`` disjoint slices optimised as one ``(S, s1, s2)`` tensor.
+
+§ numbers below refer to docs/methods/biadjacency.md (batched slices: §8).
 
 To keep an accelerator busy, ``S`` disjoint slices are drawn at once — a random partition of
 rows into ``S`` row blocks and of columns into ``S`` column blocks, paired, each seeded with its
@@ -7,7 +9,7 @@ own guaranteed edges — and solved together: one batched forward/transpose prod
 sizes (batched power iteration with its certified Collatz–Wielandt bound), per-slice projections
 and UBS rounding. Disjointness makes reinsertion conflict-free.
 
-Semantics differ slightly from one-slice-at-a-time (spec §8): slices of one batch do not see each
+Semantics differ slightly from one-slice-at-a-time (§8): slices of one batch do not see each
 other's updates, and the workloads optimised are chosen once per batch. ``batch_slices=1`` is the
 reference mode. Many-to-many only (1:N slices have data-dependent shapes).
 """
@@ -109,7 +111,7 @@ def choose_batch_mn(e1: np.ndarray, e2: np.ndarray, n1s: int, n2s: int, s1: int,
 
 
 class BatchedSliceOperator:
-    """The factorised query operator (spec §2.3) of the same workloads on ``S`` slices at once.
+    """The factorised query operator (§2.3) of the same workloads on ``S`` slices at once.
 
     Args:
         syn1, syn2: ``(n1s, d1)`` / ``(n2s, d2)`` synthetic codes.
@@ -172,7 +174,7 @@ class BatchedSliceOperator:
 
     def sigma_max_sq(self, rng: np.random.Generator, max_iter: int = 50, rtol: float = 1e-4,
                      safety: float = 1.02) -> np.ndarray:
-        """Per-slice safe ``σ_max(Q)²`` (spec §4.2): batched power iteration; a converged estimate
+        """Per-slice safe ``σ_max(Q)²`` (§4.2): batched power iteration; a converged estimate
         × ``safety`` within the analytic bounds, else the certified Collatz–Wielandt bound."""
         S = self.S
         his, los = np.zeros(S), np.zeros(S)
@@ -203,7 +205,7 @@ class BatchedSliceOperator:
 
 def pgd_mn_batched(op: BatchedSliceOperator, targets: np.ndarray, m_s: np.ndarray, *,
                    rng: np.random.Generator, iters: int = 100) -> np.ndarray:
-    """Batched PGD (spec §4.1–4.4) on ``S`` slices: per-slice ``η = 1/L``, projection and
+    """Batched PGD (§4.1–§4.4) on ``S`` slices: per-slice ``η = 1/L``, projection and
     random feasible start. Slices with ``m_s = 0`` stay 0.
 
     Args:

@@ -1,12 +1,13 @@
-"""Degree clipping of a real edge list before private learning (spec §1.5).
+"""Degree clipping of a real edge list before private learning (docs/methods/biadjacency.md §1.5).
 
-The privacy analysis of [J] assumes every record has at most ``d_max`` relationships. Clipping, as in [J] §8 and
+The privacy analysis of [J] (Alimohammadi et al., defined in docs/methods/biadjacency.md) assumes every record
+has at most ``d_max`` relationships ([J] §2.1). Clipping, as in [J] §8 and
 the reference code: scan the link table in a deterministic, data-independent order; pass 1 keeps an edge only if
 it is among the first ``d_max`` edges of its table-1 id; pass 2 (on the survivors) keeps an edge only if it is
 among the first ``d_max`` edges of its table-2 id. Afterwards both sides have degree ``<= d_max``; clipping is
 idempotent.
 
-Privacy caveat (spec §1.5): the DP guarantee holds w.r.t. the *clipped* database; clipping is not a stable
+Privacy caveat (docs/methods/biadjacency.md §1.5): the DP guarantee holds w.r.t. the *clipped* database; clipping is not a stable
 transformation, and the number of dropped edges is private information (show it to the data owner only).
 
 Why relviz writes this itself: no well-kept library implements the relational-synthesis preprocessing of [J];
@@ -29,7 +30,7 @@ def degree_clip_mask(
     e2: np.ndarray,
     d_max: int | tuple[int, int],
 ) -> np.ndarray:
-    """Boolean mask of the edges kept by the two-pass clipping, in the given (stored) order (spec §1.5).
+    """Boolean mask of the edges kept by the two-pass clipping, in the given (stored) order ([J] §8).
 
     Args:
         e1: ``(m,)`` table-1 ids.
@@ -66,7 +67,7 @@ def clip_degrees(
     order: Literal["stored", "sorted"] = "stored",
     seed: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Clip an edge list so that every id has degree ``<= d_max`` on both sides (spec §1.5).
+    """Clip an edge list so that every id has degree ``<= d_max`` on both sides ([J] §8).
 
     Args:
         e1: ``(m,)`` table-1 ids.

@@ -1,17 +1,19 @@
 """Bi-adjacency as relviz relational methods: one-to-many per FK, many-to-many per link table.
 
+§ numbers below refer to docs/methods/biadjacency.md; [J] and [R] as defined there.
+
 ``BiadjacencyLinker`` (edge method ``"biadjacency"``) learns the FK column of a child table:
 the child's rows are the rows of the bi-adjacency matrix and each gets exactly one parent
-(spec/relational-biadjacency.md §4.5, [J] App. C). A self-referential FK (e.g. a person's mother)
+(§4.5, [J] App. C). A self-referential FK (e.g. a person's mother)
 masks the diagonal (§1.3) and uses ``d = d_child + d_parent`` (§1.5).
 
 ``BiadjacencyRelation`` (relation method ``"biadjacency"``, ``Plan.with_relation``) learns the
-distinct pairs of a link table between its two parents (§3, M:N). The link table's own
+distinct pairs of a link table between its two parents (§3, M:N; [J] §3). The link table's own
 attributes are synthesised by its single-table mechanism and attached to the learned pairs at
 random: their association with the parents' attributes is not modelled (documented limitation,
 §6.6).
 
-Counts. [J] (§2.2) works under bounded DP, where the number of links ``m`` and the tables' sizes
+Counts. [J] §2.2 works under bounded DP, where the number of links ``m`` and the tables' sizes
 are public. In relviz they are public only under the row unit for a non-null 1:N FK (``m`` is then
 the child table's size); everywhere else (entity unit, nullable FK, many-to-many distinct pairs)
 ``m`` changes between neighbours, so it is released with the Gaussian mechanism (``count_share``
@@ -175,7 +177,7 @@ def _initial_parents(degree_init: DegreeLink | None, child: EncodedTable, parent
 @register
 @dataclass(frozen=True)
 class BiadjacencyLinker(Settings):
-    """One-to-many bi-adjacency for one FK (spec §4.5 with §3's selection and measurement).
+    """One-to-many bi-adjacency for one FK (§4.5 with §3's selection and measurement).
 
     Hyper-parameters: every field of :class:`~relviz.relational.biadjacency.algorithm.Settings`
     (range-checked there), plus:
@@ -299,7 +301,7 @@ def _m_syn(m: float, n1: int, n2: int, n1s: int, n2s: int, self_rel: bool) -> in
 @register_relation
 @dataclass(frozen=True)
 class BiadjacencyRelation(Settings):
-    """Many-to-many bi-adjacency through a link table (spec §3, Algorithm R1).
+    """Many-to-many bi-adjacency through a link table (§3; [J] Alg. 1 and 4).
 
     Hyper-parameters: the fields of :class:`~relviz.relational.biadjacency.algorithm.Settings`
     (the ``otm_*`` ones do not apply), plus:

@@ -1,11 +1,13 @@
-"""Projected gradient descent on one slice of the bi-adjacency matrix (spec §4.1-4.5, [J] Alg. 2 and Alg. 7).
+"""Projected gradient descent on one slice of the bi-adjacency matrix ([J] §4, Alg. 2 and Alg. 7).
 
-Problem (spec §3.9): ``min_x f(x) = ||(1/m_s) Q x - a_hat||^2`` over a dense ``s1 x s2`` slice, where ``Q`` is
-the factorised stacked query operator (:class:`~relviz.relational.biadjacency.workloads.SliceOperator`), subject
-to
+§ numbers below refer to docs/methods/biadjacency.md (mainly §4); [J] and [R] as defined there.
 
-* many-to-many: ``0 <= x <= u`` and ``sum(x) = m_s`` (capped-simplex projection, spec §4.3);
-* one-to-many: every row (child) on the probability simplex (row-wise simplex projection, spec §4.5).
+Problem (§3.9; [J] Eq. 5-6 on a slice): ``min_x f(x) = ||(1/m_s) Q x - a_hat||^2`` over a dense ``s1 x s2``
+slice, where ``Q`` is the factorised stacked query operator
+(:class:`~relviz.relational.biadjacency.workloads.SliceOperator`), subject to
+
+* many-to-many: ``0 <= x <= u`` and ``sum(x) = m_s`` (capped-simplex projection, §4.3, [J] Thm 2);
+* one-to-many: every row (child) on the probability simplex (row-wise simplex projection, §4.5, [J] App. C).
 
 Step size ``eta = 1/L`` with ``L = 2 sigma_max(Q)^2 / m_s^2`` ([J] Thm 3), so ``f`` is non-increasing. Products
 run in the operator's dtype (float32 by default), the iterate and the projection in float64.
@@ -77,7 +79,7 @@ class PGDResult:
         objective: ``f(x_0), f(x_1), ..., f(x_T)``, float64 numpy array of length ``iterations + 1``.
         eta: Step size used (``1/L``).
         lipschitz: ``L = 2 sigma^2 / m_s^2`` actually used.
-        sigma_max_sq: ``sigma^2`` used (safe estimate, spec §4.2).
+        sigma_max_sq: ``sigma^2`` used (safe estimate, §4.2).
         iterations: Number of PGD steps performed.
         stopped_early: Whether the optional early stop fired.
     """
@@ -102,7 +104,7 @@ def _forbidden_tensor(forbidden: np.ndarray | torch.Tensor | None, shape: tuple[
 
 def slice_objective(op: SliceOperator, x: np.ndarray | torch.Tensor, target: np.ndarray | torch.Tensor,
                     m_s: float) -> float:
-    """``f(x) = ||(1/m_s) Q x - a_hat||^2`` (spec §4.1).
+    """``f(x) = ||(1/m_s) Q x - a_hat||^2`` (§4.1, [J] Eq. 6).
 
     Args:
         op: Slice operator.
@@ -120,7 +122,7 @@ def slice_objective(op: SliceOperator, x: np.ndarray | torch.Tensor, target: np.
 
 def random_start_mn(s1: int, s2: int, m_s: int, rng: np.random.Generator,
                     forbidden: np.ndarray | None = None) -> np.ndarray:
-    """Random feasible M:N start: indicator of ``m_s`` uniformly random allowed cells (spec §4.4, [R]).
+    """Random feasible M:N start: indicator of ``m_s`` uniformly random allowed cells (§4.4, [R]).
 
     Args:
         s1: Slice rows.
@@ -145,7 +147,7 @@ def random_start_mn(s1: int, s2: int, m_s: int, rng: np.random.Generator,
 
 def random_start_otm(s1: int, s2: int, rng: np.random.Generator,
                      forbidden: np.ndarray | None = None) -> np.ndarray:
-    """Random feasible 1:N start: every row a uniformly random allowed one-hot vector (spec §4.5, [R]).
+    """Random feasible 1:N start: every row a uniformly random allowed one-hot vector (§4.5, [R]).
 
     Args:
         s1: Slice rows (children).
@@ -236,7 +238,7 @@ def pgd_mn(
     power_rtol: float = 1e-4,
     safety: float = 1.02,
 ) -> PGDResult:
-    """PGD for a many-to-many slice (spec §4.1-4.4, [J] Alg. 2).
+    """PGD for a many-to-many slice (§4.1–§4.4, [J] Alg. 2).
 
     ``x_{t+1} = Proj_Omega(x_t - eta grad f(x_t))`` with ``Omega = {0 <= x <= u, sum x = m_s}``, ``u = 0`` on
     forbidden cells and 1 elsewhere, ``eta = 1/L``, ``L = 2 sigma^2/m_s^2``.
@@ -252,7 +254,7 @@ def pgd_mn(
         forbidden: Optional ``(s1, s2)`` bool mask of cells fixed to 0 (self-relation diagonal).
         sigma_max_sq: Precomputed ``sigma_max(Q)^2``; default :meth:`SliceOperator.sigma_max_sq`.
         early_stop: Stop when ``f`` decreased by less than ``1e-6`` relative over 10 iterations.
-        power_max_iter: Power-iteration cap (spec §4.2).
+        power_max_iter: Power-iteration cap (§4.2).
         power_rtol: Power-iteration relative tolerance.
         safety: Safety factor on the power-iteration estimate.
 
@@ -304,7 +306,7 @@ def pgd_otm(
     power_rtol: float = 1e-4,
     safety: float = 1.02,
 ) -> PGDResult:
-    """PGD for a one-to-many slice (spec §4.5, [J] App. C / Alg. 7): rows are children, each on the simplex.
+    """PGD for a one-to-many slice (§4.5, [J] App. C / Alg. 7): rows are children, each on the simplex.
 
     The objective, gradient and step size are those of :func:`pgd_mn` with ``m_s = s1`` (one edge per child);
     the projection is the batched row-wise simplex projection.

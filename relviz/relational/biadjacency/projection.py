@@ -1,16 +1,18 @@
 """Euclidean projections used by the bi-adjacency relational synthesiser.
 
-Two constraint sets appear in the relaxed problem of spec §4 ([J] Thm 2 and App. C):
+§ numbers below refer to docs/methods/biadjacency.md; [J] and [R] as defined there.
+
+Two constraint sets appear in the relaxed problem of §4 ([J] Thm 2 and App. C):
 
 * the *capped simplex* ``{x : 0 <= x <= u, sum(x) = m}`` (many-to-many slices, and the input repair step of
-  UBS, spec §5.4), solved by a safeguarded Newton iteration on the scalar dual variable with an exact
-  finishing step (spec §4.3), plus a breakpoint-sorting reference solver used by the tests;
-* a batch of independent *probability simplices* (one per child row of a one-to-many slice, spec §4.5),
+  UBS, §5.4), solved by a safeguarded Newton iteration on the scalar dual variable with an exact
+  finishing step (§4.3), plus a breakpoint-sorting reference solver used by the tests;
+* a batch of independent *probability simplices* (one per child row of a one-to-many slice, §4.5),
   solved by the classical sort-based algorithm, vectorised over rows.
 
 Why relviz writes this itself: no well-kept library implements the relational-synthesis algorithms of [J]
 (the authors' reference code uses a heuristic clip-and-rescale "projection" instead of the Euclidean one, see
-spec §10 #1), and general-purpose QP solvers are orders of magnitude slower than this O(N) routine and do not
+§10 item 1), and general-purpose QP solvers are orders of magnitude slower than this O(N) routine and do not
 give the exact feasibility (``0 <= x <= u`` exactly, ``|sum(x) - m| <= 1e-9 max(1, m)``) that UBS relies on.
 
 All computations run in float64. Inputs may be numpy arrays or torch tensors; the result has the same kind
@@ -42,7 +44,7 @@ _MAX_EVALUATIONS = 200
 
 
 def sum_tolerance(m: float) -> float:
-    """Acceptance tolerance on ``|sum(x) - m|`` used throughout (spec §4.3, §5.4).
+    """Acceptance tolerance on ``|sum(x) - m|`` used throughout (§4.3, §5.4).
 
     Args:
         m: Target sum.
@@ -87,7 +89,7 @@ def project_capped_simplex(
     y0: float | None = None,
     root: list[float] | None = None,
 ) -> ArrayOrTensor | tuple[ArrayOrTensor, int]:
-    """Euclidean projection onto ``{x : 0 <= x <= u, sum(x) = m}`` (spec §4.3, [J] Thm 2).
+    """Euclidean projection onto ``{x : 0 <= x <= u, sum(x) = m}`` (§4.3, [J] Thm 2).
 
     The projection is ``clip(v + y*, 0, u)`` where ``y*`` solves the piecewise-linear, non-decreasing equation
     ``S(y) = sum(clip(v + y, 0, u)) = m``. ``y*`` is found by a Newton iteration safeguarded by bisection on the
@@ -164,7 +166,7 @@ def _solve_dual(
     hi: float,
     y0: float | None = None,
 ) -> tuple[float, int]:
-    """Safeguarded Newton on ``S(y) = m`` plus the exact finishing step (spec §4.3); backend independent.
+    """Safeguarded Newton on ``S(y) = m`` plus the exact finishing step (§4.3); backend independent.
 
     Args:
         evaluate: ``y -> (S(y), F(y))`` with ``F`` the number of free entries ``0 < v_i + y < u_i``.
@@ -197,7 +199,7 @@ def _solve_dual(
         y = y_new
         s, f = evaluate(y)
         n_eval += 1
-    # Finishing step (spec §4.3 step 3): solve exactly on the current active set; keep it if not worse.
+    # Finishing step (§4.3): solve exactly on the current active set; keep it if not worse.
     # Skipped when Newton already met 0.1× the required precision (the usual case: the step is exact
     # once the active set is right), which saves two passes over the vector per projection.
     su, sv, nf = active_sums(y) if abs(s - m) > inner_tol else (0.0, 0.0, 0)
@@ -326,7 +328,7 @@ def project_capped_simplex_exact(v: np.ndarray, m: float, u: np.ndarray | float 
 def project_rows_simplex(
     v: ArrayOrTensor, forbidden: ArrayOrTensor | None = None, *, backend: str = "auto"
 ) -> ArrayOrTensor:
-    """Row-wise Euclidean projection onto the probability simplex (spec §4.5, [J] App. C).
+    """Row-wise Euclidean projection onto the probability simplex (§4.5, [J] App. C).
 
     For each row ``z``: sort descending, find the largest ``r`` with ``z_(r) - (sum_{k<=r} z_(k) - 1)/r > 0``,
     set ``theta = (sum_{k<=r} z_(k) - 1)/r`` and return ``max(z - theta, 0)``. Vectorised over rows (one sort,

@@ -1,13 +1,15 @@
-"""Random slicing of the synthetic bi-adjacency matrix and edge-list bookkeeping (spec §3.6, §3.7, §4.5).
+"""Random slicing of the synthetic bi-adjacency matrix ([J] §6, App. B) and edge-list bookkeeping.
+
+§ numbers below refer to docs/methods/biadjacency.md (§3.6, §3.7); [J] and [R] as defined there.
 
 The synthetic relation is stored as an edge list (M:N) or a parent array (1:N); a dense matrix is only built
 for a slice ``rows x cols``. This module provides
 
-* the ``m_syn`` rule and the initial random relation in O(m_syn) memory (spec §3.6);
-* slice sizes from a cell budget (spec §3.7, §4.5);
-* M:N slice selection seeded with guaranteed edges (spec §3.7) and 1:N slice construction (children, their
-  current parents, random extra parents; spec §4.5);
-* reinsertion of the rounded slice with the invariants of spec §9.20-21 checked: ``|E| = m_syn``, no
+* the ``m_syn`` rule and the initial random relation in O(m_syn) memory (§3.6);
+* slice sizes from a cell budget (§3.7);
+* M:N slice selection seeded with guaranteed edges (§3.7) and 1:N slice construction (children, their
+  current parents, random extra parents; §3.7, [R]);
+* reinsertion of the rounded slice with the invariants of §3.7 checked: ``|E| = m_syn``, no
   duplicates, ids in range, masked cells (self-relation diagonal) absent, one parent per child.
 
 Why relviz writes this itself: no well-kept library implements the relational-synthesis algorithms of [J].
@@ -37,7 +39,7 @@ __all__ = [
 
 
 def m_syn_rule(m: int, n1: int, n2: int, n1s: int, n2s: int, relation: Literal["mn", "otm"] = "mn") -> int:
-    """Synthetic edge count (spec §3.6): ``floor(m sqrt(n1s n2s / (n1 n2)))`` for M:N, ``n1s`` for 1:N.
+    """Synthetic edge count (§3.6): ``floor(m sqrt(n1s n2s / (n1 n2)))`` for M:N, ``n1s`` for 1:N.
 
     Computed exactly in integers (``isqrt(m^2 n1s n2s // (n1 n2))``), so perfect squares do not round down.
     MovieLens (m = 10075, 3883 x 6040 -> 3880 x 6040) gives 10071.
@@ -69,7 +71,7 @@ def m_syn_rule(m: int, n1: int, n2: int, n1s: int, n2s: int, relation: Literal["
 
 
 def slice_shape_mn(n1s: int, n2s: int, slice_cells: int) -> tuple[int, int]:
-    """M:N slice shape from a cell budget (spec §3.7): ``tau = sqrt(cells/(n1s n2s))``, ``s = int(clip(tau n))``.
+    """M:N slice shape from a cell budget (§3.7): ``tau = sqrt(cells/(n1s n2s))``, ``s = int(clip(tau n))``.
 
     Args:
         n1s: Synthetic table-1 size.
@@ -84,7 +86,7 @@ def slice_shape_mn(n1s: int, n2s: int, slice_cells: int) -> tuple[int, int]:
 
 
 def slice_shape_otm(n1s: int, n2s: int, slice_cells: int, expansion: float = 2.0) -> tuple[int, int]:
-    """1:N slice shape (spec §4.5): ``s1 = floor(sqrt(cells/gamma))``, ``s2 = floor(gamma sqrt(cells/gamma))``.
+    """1:N slice shape (§3.7, [R]): ``s1 = floor(sqrt(cells/gamma))``, ``s2 = floor(gamma sqrt(cells/gamma))``.
 
     Both are clipped to the table sizes; e.g. 10^6 cells and ``gamma = 2`` give ``(707, 1414)``.
 
@@ -109,7 +111,7 @@ def slice_shape_otm(n1s: int, n2s: int, slice_cells: int, expansion: float = 2.0
 def initial_edges_mn(
     n1s: int, n2s: int, m_syn: int, rng: np.random.Generator, mask_diagonal: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``m_syn`` distinct uniformly random cells of ``[n1s] x [n2s]`` in O(m_syn) memory (spec §3.6).
+    """``m_syn`` distinct uniformly random cells of ``[n1s] x [n2s]`` in O(m_syn) memory (§3.6).
 
     Uses ``Generator.choice(..., replace=False)`` over the allowed cells (Floyd-type sampling when
     ``m_syn`` is small relative to the population, so no ``n1s*n2s`` array is allocated). With
@@ -147,7 +149,7 @@ def initial_edges_mn(
 
 
 def initial_parents_otm(n1s: int, n2s: int, rng: np.random.Generator, mask_diagonal: bool = False) -> np.ndarray:
-    """Initial 1:N relation: every child gets a uniformly random parent (spec §3.6).
+    """Initial 1:N relation: every child gets a uniformly random parent (§3.6).
 
     Args:
         n1s: Number of children.
@@ -173,7 +175,7 @@ def initial_parents_otm(n1s: int, n2s: int, rng: np.random.Generator, mask_diago
 
 @dataclass(frozen=True)
 class Slice:
-    """A slice ``rows x cols`` of the synthetic relation (spec §3.7).
+    """A slice ``rows x cols`` of the synthetic relation (§3.7).
 
     Attributes:
         rows: ``(s1,)`` int64 global row ids (slice order).
@@ -205,7 +207,7 @@ class Slice:
         return mask.reshape(self.shape)
 
     def current_matrix(self) -> np.ndarray:
-        """``(s1, s2)`` float64 0/1 matrix of the current edges (a feasible warm start, spec §4.4)."""
+        """``(s1, s2)`` float64 0/1 matrix of the current edges (a feasible warm start, §4.4)."""
         x = np.zeros(self.rows.size * self.cols.size, dtype=np.float64)
         x[self.current_local] = 1.0
         return x.reshape(self.shape)
@@ -243,7 +245,7 @@ def choose_slice_mn(
     guaranteed_frac: float = 0.2,
     mask_diagonal: bool = False,
 ) -> Slice:
-    """Choose an M:N slice seeded with guaranteed edges (spec §3.7).
+    """Choose an M:N slice seeded with guaranteed edges (§3.7).
 
     ``n_g = floor(g min(s1, s2))`` edges of ``E`` are sampled without replacement; their distinct endpoints come
     first, then random other rows/columns fill the slice. ``m_s`` counts all edges of ``E`` inside; if it is 0
@@ -294,7 +296,7 @@ def choose_slice_otm(
     rng: np.random.Generator,
     mask_diagonal: bool = False,
 ) -> Slice:
-    """Choose a 1:N slice (spec §4.5): ``s1`` random children, their current parents, then random parents.
+    """Choose a 1:N slice (§3.7, [R]): ``s1`` random children, their current parents, then random parents.
 
     Every child of the slice keeps its current parent inside the slice, so ``m_s = s1``.
 
@@ -328,7 +330,7 @@ def choose_slice_otm(
 
 
 def reinsert(e1: np.ndarray, e2: np.ndarray, sl: Slice, picked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Replace the edges inside an M:N slice by the rounded ones (spec §3.7 reinsertion).
+    """Replace the edges inside an M:N slice by the rounded ones (reinsertion, §3.7).
 
     Edges outside the slice are kept (in order), followed by the ``m_s`` new edges. Because kept edges lie
     outside ``rows x cols`` and new edges inside, duplicates can only come from ``picked`` itself, which is
@@ -377,7 +379,7 @@ def _check_picked(picked: np.ndarray, sl: Slice, expected: int) -> np.ndarray:
 
 
 def reinsert_otm(parent: np.ndarray, sl: Slice, choice: np.ndarray) -> np.ndarray:
-    """Set the parents of the slice's children from the rounded slice (spec §4.5).
+    """Set the parents of the slice's children from the rounded slice (§3.7, §4.5).
 
     Args:
         parent: ``(n1s,)`` current parents.
@@ -412,7 +414,7 @@ def check_edge_list(
     m_syn: int | None = None,
     mask_diagonal: bool = False,
 ) -> None:
-    """Full invariant check of an M:N synthetic edge list (spec §9.20); O(m log m).
+    """Full invariant check of an M:N synthetic edge list (§3.7); O(m log m).
 
     Args:
         e1: Edge rows.

@@ -1,13 +1,16 @@
-"""Unbiased dependent rounding: UBS ([J] §5, Alg. 3; spec §5) and categorical rounding (spec §4.5, [J] Alg. 7).
+"""Unbiased dependent rounding: UBS ([J] §5, Alg. 3) and categorical rounding ([J] Alg. 7).
+
+§ numbers below refer to docs/methods/biadjacency.md (UBS: §5; categorical rounding: §4.5); [J] and [R] as
+defined there.
 
 ``ubs(x, m)`` returns exactly ``m`` distinct indices with ``P(i selected) = x_i`` for ``x in [0,1]^N``,
 ``sum(x) = m``. The recursion of [J] Alg. 3 (merge into groups of sum <= 1, choose the ``L - m`` groups to
 *exclude* by UBS on the complements, pick one index per kept group) is run iteratively in float64 following the
-implementation rules of spec §5.4:
+implementation rules of §5.4:
 
 * input repair (clamp into ``[0, u]``; re-project onto the exact integer sum if it is off by more than
   ``1e-9 max(1, m)``), carried out once on the input and checked again at every level;
-* merge via float64 prefix sums and ``searchsorted`` (one call per group; the corrected merge of spec §10 #3:
+* merge via float64 prefix sums and ``searchsorted`` (one call per group; the corrected merge of §10 item 3:
   the index that overflows a group *opens* the next group);
 * within-group draws vectorised with one ``searchsorted`` over all groups;
 * optional uniformly random shuffle before the first merge (default on);
@@ -22,7 +25,7 @@ draw.
 
 Why relviz writes this itself: no well-kept library implements the relational-synthesis algorithms of [J]
 (UBS is specific to that paper; the sampling routines of numpy/torch are either independent (random count) or
-biased for fixed-size unequal-probability sampling, see spec §5.1).
+biased for fixed-size unequal-probability sampling, see §5.1).
 """
 
 from __future__ import annotations
@@ -40,11 +43,11 @@ from relviz.relational.biadjacency.projection import (
 __all__ = ["categorical_rounding", "merge_groups", "ubs", "ubs_many"]
 
 _EPS = np.finfo(np.float64).eps
-_MERGE_TOL = 1e-12  # spec §5.4
+_MERGE_TOL = 1e-12  # §5.4
 
 
 def _check(cond: bool, msg: str) -> None:
-    """Invariant check that survives ``python -O`` (spec §5.4 "invariants asserted")."""
+    """Invariant check that survives ``python -O`` (the invariants of §5.4)."""
     if not cond:
         raise AssertionError(msg)
 
@@ -96,7 +99,7 @@ def _rowwise_searchsorted(c: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _merge_starts(c: np.ndarray, tol: np.ndarray) -> np.ndarray:
-    """Greedy group starts from prefix sums ``c`` (``(k, n+1)``); padded with ``n`` (spec §5.4 "merge").
+    """Greedy group starts from prefix sums ``c`` (``(k, n+1)``); padded with ``n`` (the merge of §5.2, §5.4).
 
     A group starting at ``s`` ends at ``e = max(s + 1, searchsorted(c, c[s] + 1 + tol, 'right') - 1)``; the
     next group starts at ``e``.
@@ -127,7 +130,7 @@ def _merge_starts(c: np.ndarray, tol: np.ndarray) -> np.ndarray:
 
 
 def merge_groups(x: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """First-level UBS merge of ``x`` in the given order (diagnostics and the Figure 1 test, spec §5.3).
+    """First-level UBS merge of ``x`` in the given order (diagnostics and the Figure 1 test, §5.3).
 
     Args:
         x: ``(N,)`` values in ``[0, 1]`` (clamped).
@@ -165,7 +168,7 @@ def _level(
     """
     k, n = x.shape
     rows = np.arange(k)
-    # Input repair at this level (spec §5.4): clamp, then re-project rows whose sum is off.
+    # Input repair at this level (§5.4): clamp, then re-project rows whose sum is off.
     x = np.clip(x, 0.0, 1.0)
     sums = x.sum(axis=1)
     tf = t.astype(np.float64)
@@ -269,7 +272,7 @@ def ubs_many(
     upper: np.ndarray | torch.Tensor | None = None,
     max_batch_cells: int = 2**24,
 ) -> np.ndarray:
-    """``n_draws`` independent UBS samples of the same input (spec §5.2-5.4), batched over rows.
+    """``n_draws`` independent UBS samples of the same input (§5.2–§5.4), batched over rows.
 
     Args:
         x: Inclusion probabilities, shape ``(N,)`` (or any shape, flattened row-major), entries ~``[0, 1]``,
@@ -277,7 +280,7 @@ def ubs_many(
         m: Integer number of indices to select, ``0 <= m <= N``.
         n_draws: Number of independent draws.
         rng: Numpy generator (all randomness).
-        shuffle: Apply a uniformly random permutation before the first merge (default True, spec §5.4).
+        shuffle: Apply a uniformly random permutation before the first merge (default True, §5.4).
         upper: Optional per-entry upper bounds in ``[0, 1]`` (0 = masked cell, never selected).
         max_batch_cells: Memory cap: draws are processed in chunks of about ``max_batch_cells / N`` rows.
 
@@ -316,7 +319,7 @@ def ubs(
     shuffle: bool = True,
     upper: np.ndarray | torch.Tensor | None = None,
 ) -> np.ndarray:
-    """Unbiased sampling of exactly ``m`` distinct indices with ``P(i) = x_i`` ([J] Alg. 3, spec §5).
+    """Unbiased sampling of exactly ``m`` distinct indices with ``P(i) = x_i`` ([J] Alg. 3, §5).
 
     Args:
         x: Inclusion probabilities (``(N,)`` or a slice matrix, flattened row-major), float32/float64 numpy array
@@ -343,7 +346,7 @@ def categorical_rounding(
     rng: np.random.Generator,
     forbidden: np.ndarray | torch.Tensor | None = None,
 ) -> np.ndarray:
-    """One-to-many rounding: one column per row drawn with probability ``p[i, j]`` ([J] Alg. 7, spec §4.5).
+    """One-to-many rounding: one column per row drawn with probability ``p[i, j]`` ([J] Alg. 7, §4.5).
 
     Batched inverse-CDF sampling: ``u_i ~ U(0, sum_j p_ij)``; the pick is the first column whose running sum
     exceeds ``u_i``, moved back to the last positive entry if rounding lands on a zero. Unbiased and every row

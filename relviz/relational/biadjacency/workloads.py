@@ -1,18 +1,21 @@
-"""Cross-table k-way marginal workloads and their factorised query operator (spec §2, §7.1).
+"""Cross-table k-way marginal workloads and their factorised query operator (docs/methods/biadjacency.md §2, §7.1).
+
+§ numbers below refer to docs/methods/biadjacency.md; [J] is the bi-adjacency paper (Alimohammadi et al.), [R] its
+authors' reference code, as defined there.
 
 A cross-table workload ``w = (S1, S2)`` picks ``|S1| >= 1`` attributes of table 1 and ``|S2| >= 1`` of table 2
 with ``|S1| + |S2| = k`` ([J] Def. 2). Its ``C1_w * C2_w`` queries are linear in ``vec(B)`` ([J] Lemma 1), and
-the stacked query matrix factorises through one-hot code matrices (spec §2.3):
+the stacked query matrix factorises through one-hot code matrices (§2.3):
 
     Q_w vec(X) = vec(U_w^T X V_w),   (Q_w^T r)[i*n2 + j] = R_w[a_w[i], b_w[j]].
 
 This module provides
 
-* the workload enumeration in the normative order of spec §2.1 and mixed-radix (C-order) cell codes;
+* the workload enumeration in the fixed order of §2.1 and mixed-radix (C-order) cell codes;
 * marginals of an edge list by ``bincount`` (real data, the full synthetic relation, EM scores);
 * :class:`SliceOperator`, the factorised operator on a dense slice ``X`` (forward, transpose, normal products,
-  analytic spectral bounds and a capped power iteration, spec §2.3 and §4.2) in torch;
-* the evaluation metric of spec §7.1 (L1 error over all cross-table k-way workloads).
+  analytic spectral bounds and a capped power iteration, §2.3 and §4.2) in torch;
+* the evaluation metric of §7.1 (L1 error over all cross-table k-way workloads).
 
 Nothing of size ``n1 * n2`` (other than a slice) or a dense/sparse ``Q`` is ever materialised.
 
@@ -51,7 +54,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Workload:
-    """One cross-table workload ``(S1, S2)`` (spec §2.1).
+    """One cross-table workload ``(S1, S2)`` (§2.1).
 
     Attributes:
         S1: Column indices of table 1 (schema order, increasing).
@@ -82,7 +85,7 @@ class Workload:
 
 
 def enumerate_workloads(domains1: Sequence[int], domains2: Sequence[int], k: int = 3) -> list[Workload]:
-    """All cross-table k-way workloads in the normative order of spec §2.1.
+    """All cross-table k-way workloads in the fixed order of §2.1.
 
     Order: for ``k1 = 1..k-1``; for ``S1`` in ``combinations(range(d1), k1)``; for ``S2`` in
     ``combinations(range(d2), k - k1)``. For a self-relation pass the same domains twice (the same column may
@@ -114,7 +117,7 @@ def enumerate_workloads(domains1: Sequence[int], domains2: Sequence[int], k: int
 
 
 def mixed_radix_codes(codes: np.ndarray, columns: Sequence[int], dims: Sequence[int]) -> np.ndarray:
-    """Row-major mixed-radix code of the given columns (first listed column most significant; spec §2.1).
+    """Row-major mixed-radix code of the given columns (first listed column most significant; §2.1).
 
     Equals ``np.ravel_multi_index(codes[:, columns].T, dims)`` (C order).
 
@@ -142,7 +145,7 @@ def mixed_radix_codes(codes: np.ndarray, columns: Sequence[int], dims: Sequence[
 
 
 def workload_codes(codes1: np.ndarray, codes2: np.ndarray, wl: Workload) -> tuple[np.ndarray, np.ndarray]:
-    """Code vectors ``a_w`` (rows of table 1) and ``b_w`` (rows of table 2) of a workload (spec §2.3).
+    """Code vectors ``a_w`` (rows of table 1) and ``b_w`` (rows of table 2) of a workload (§2.3).
 
     Args:
         codes1: ``(n1, d1)`` integer codes of table 1 (or of the slice rows).
@@ -159,7 +162,7 @@ def workload_codes(codes1: np.ndarray, codes2: np.ndarray, wl: Workload) -> tupl
 
 
 def marginal_counts(a: np.ndarray, b: np.ndarray, c1: int, c2: int, e1: np.ndarray, e2: np.ndarray) -> np.ndarray:
-    """Count matrix ``M_w`` of an edge list, flattened row-major (spec §2.3 "Edge list").
+    """Count matrix ``M_w`` of an edge list, flattened row-major (§2.3, on an edge list).
 
     ``M_w = bincount(a[e1] * C2 + b[e2], minlength=C1*C2)``; O(m) time, O(C1*C2) memory.
 
@@ -196,7 +199,7 @@ def marginal_from_edges(
     wl: Workload,
     normalise_by: float | None = None,
 ) -> np.ndarray:
-    """Answers ``P_w(B)`` of one workload on a relation given as an edge list (spec §2.2-2.4).
+    """Answers ``P_w(B)`` of one workload on a relation given as an edge list (§2.2–§2.4).
 
     Args:
         codes1: ``(n1, d1)`` integer codes of table 1.
@@ -204,10 +207,10 @@ def marginal_from_edges(
         e1: ``(m,)`` row ids into table 1.
         e2: ``(m,)`` row ids into table 2.
         wl: Workload.
-        normalise_by: Divisor (the edge count ``m`` of spec §2.4); ``None`` uses ``len(e1)``; pass 1 for counts.
+        normalise_by: Divisor (the edge count ``m`` of §2.4); ``None`` uses ``len(e1)``; pass 1 for counts.
 
     Returns:
-        ``(C1*C2,)`` float64, cell order of spec §2.1; sums to ``len(e1) / normalise_by``.
+        ``(C1*C2,)`` float64, cell order of §2.1; sums to ``len(e1) / normalise_by``.
 
     Raises:
         ValueError: on codes outside their domain, mismatched edge arrays or an empty edge list without
@@ -236,7 +239,7 @@ def all_marginals(
     workloads: Sequence[Workload],
     normalise_by: float | None = None,
 ) -> list[np.ndarray]:
-    """Answers of many workloads on one edge list (precomputation of real marginals, EM scoring; spec §3.4).
+    """Answers of many workloads on one edge list (precomputation of real marginals, EM scoring; §3.4).
 
     Gathers the endpoint codes once (``codes1[e1]``, ``codes2[e2]``) and caches the side codes per attribute
     subset, so the cost is O(|W| * m) with small constants.
@@ -274,7 +277,7 @@ def all_marginals(
 
 @dataclass(frozen=True)
 class MarginalErrorReport:
-    """Result of :func:`cross_marginal_error` (spec §7.1).
+    """Result of :func:`cross_marginal_error` (§7.1).
 
     Attributes:
         per_workload: ``(|W|,)`` float64 L1 errors ``sum_c |P_w(syn) - P_w(real)|`` (= 2 TV), workload order.
@@ -306,7 +309,7 @@ def cross_marginal_error(
     domains2: Sequence[int],
     k: int = 3,
 ) -> MarginalErrorReport:
-    """Average and max L1 error over **all** cross-table k-way workloads (spec §7.1).
+    """Average and max L1 error over **all** cross-table k-way workloads (§7.1).
 
     ``err_w = sum_c |P_w(B_syn on D_syn) - P_w(B_real on D_real)|``, real marginals normalised by the (clipped)
     real edge count, synthetic ones by the synthetic edge count. For a self-relation pass the same code matrix
@@ -347,7 +350,7 @@ def slice_codes(
     cols: np.ndarray,
     workloads: Sequence[Workload],
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Code vectors of the slice rows/columns for each workload (spec §3.9 step 1).
+    """Code vectors of the slice rows/columns for each workload (the per-slice problem of §3.9).
 
     Args:
         codes1: ``(n1s, d1)`` codes of synthetic table 1.
@@ -386,7 +389,7 @@ class PowerIterationResult:
 
 
 class SliceOperator:
-    """Factorised stacked query operator ``Q`` of a set of workloads on a dense ``s1 x s2`` slice (spec §2.3).
+    """Factorised stacked query operator ``Q`` of a set of workloads on a dense ``s1 x s2`` slice (§2.3).
 
     Only the code vectors ``a_w`` (``s1``), ``b_w`` (``s2``) and ``C1_w, C2_w`` are stored. Products:
 
@@ -539,14 +542,14 @@ class SliceOperator:
         return self.transpose(self.forward(x))
 
     def code_count_maxima(self) -> list[tuple[int, int]]:
-        """Per workload ``(max_c1 n1_w(c1), max_c2 n2_w(c2))``: largest code counts on the slice (spec §2.2)."""
+        """Per workload ``(max_c1 n1_w(c1), max_c2 n2_w(c2))``: largest code counts on the slice (§2.2)."""
         out = []
         for a, b, c1, c2 in zip(self.a, self.b, self.c1s, self.c2s, strict=True):
             out.append((int(torch.bincount(a, minlength=c1).max()), int(torch.bincount(b, minlength=c2).max())))
         return out
 
     def spectral_bounds(self) -> tuple[float, float]:
-        """Analytic bounds ``lo <= sigma_max(Q)^2 <= hi`` (spec §2.3).
+        """Analytic bounds ``lo <= sigma_max(Q)^2 <= hi`` (§2.3).
 
         ``Q_w Q_w^T`` is diagonal with entries ``n1_w(c1) n2_w(c2)``, so
         ``sigma_max(Q_w)^2 = max n1_w * max n2_w``; ``lo`` is the max over workloads, ``hi`` the sum (triangle
@@ -564,19 +567,19 @@ class SliceOperator:
         max_iter: int = 50,
         rtol: float = 1e-4,
     ) -> PowerIterationResult:
-        """Power iteration on ``Q^T Q`` (spec §4.2): ``v <- Q^T Q v / ||.||``, estimate ``||Q v||^2``.
+        """Power iteration on ``Q^T Q`` (§4.2): ``v <- Q^T Q v / ||.||``, estimate ``||Q v||^2``.
 
         The estimate is the Rayleigh quotient ``v^T Q^T Q v = ||Q v||^2`` (``||v|| = 1``), a lower bound of
         ``sigma_max^2``. The start vector has i.i.d. ``|N(0,1)| + 1e-3`` entries drawn from ``rng`` on the host.
         Because ``Q^T Q`` is entrywise non-negative with a positive diagonal, the iterates stay positive and the
         Collatz-Wielandt quotient ``max_i (Q^T Q v)_i / v_i`` is an upper bound of ``sigma_max^2`` at every
         step. Convergence is declared when this *certified* relative gap is ``<= rtol`` (a relviz refinement
-        of spec §4.2's "relative tolerance": a small change of the Rayleigh quotient alone can be a false
+        of a plain relative tolerance: a small change of the Rayleigh quotient alone can be a false
         signal when the two top eigenvalues are nearly equal).
 
         Args:
             rng: Numpy generator (the only source of randomness).
-            max_iter: Maximum number of ``Q^T Q`` products (50 in relviz, spec §10 #13).
+            max_iter: Maximum number of ``Q^T Q`` products (50 in relviz, §10 item 11).
             rtol: Relative tolerance on the certified gap.
 
         Returns:
@@ -605,7 +608,7 @@ class SliceOperator:
         rtol: float = 1e-4,
         safety: float = 1.02,
     ) -> float:
-        """Safe estimate of ``sigma_max(Q)^2`` for the PGD step size (spec §4.2).
+        """Safe estimate of ``sigma_max(Q)^2`` for the PGD step size (§4.2).
 
         * Converged power iteration: the estimate clamped into the analytic interval of
           :meth:`spectral_bounds`, times ``safety``, capped at the analytic upper bound (always safe).
