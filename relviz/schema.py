@@ -2,12 +2,13 @@
 privacy unit, and a first guess of all of these from data frames (``infer_schema``).
 
 Everything here is *public* by construction: a schema is what the curator declares before any
-private data are read (``shared/DESIGN.md`` §3). The one exception is :func:`infer_schema`, which
+private data are read (docs/privacy.md, "Public facts and inferred schemas"). The one exception is :func:`infer_schema`, which
 reads the data to *propose* a schema; every domain it proposes is marked
 ``provenance="inferred"`` (an FK's nullability ``nullable_provenance="inferred"``); relviz warns
 about them and refuses to synthesise on them unless explicitly allowed (the release is then not
 differentially private), because observed values are not a public domain
-(spec/single-table-benchmark.md §5.3).
+(Chen, Li, Gong, McKenna & Wang, "Benchmarking differentially private tabular data synthesis",
+§5.2: domains and bins come from public bounds).
 
 The FK graph is held in networkx (a ``MultiDiGraph`` with edges parent → child, so a topological
 order lists parents first; several FKs between the same two tables are parallel edges).
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 AttributeKind = Literal["categorical", "numeric", "datetime"]
-DEFAULT_BINS = 100  # spec/single-table-benchmark.md §5.3: uniform, 100 bins on public bounds
+DEFAULT_BINS = 100  # uniform, 100 bins on public bounds (Chen et al., tabular DP benchmark, §5.2)
 
 
 def _to_seconds(value: Any) -> float:
@@ -430,9 +431,11 @@ class PrivacyUnit:
     """What one individual is, for the DP guarantee.
 
     * Entity unit (``entity`` set): neighbouring databases differ by one tuple of the protected
-      entity table and every tuple depending on it through FKs (spec/privlava.md §1.3). Each FK on
+      entity table and every tuple depending on it through FKs (PrivLava, Cai, Xiao & Cormode,
+      SIGMOD 2023, §2). Each FK on
       a path to the entity needs a public cap ``τ`` on its group size (children per parent,
-      §1.4); sensitivities are the entity's multipliers (§10.4, ``relviz.privacy.sensitivity``).
+      docs/privacy.md); sensitivities are the entity's multipliers (PrivLava §6,
+      ``relviz.privacy.sensitivity``).
     * Row unit (``entity=None``, ``neighbour="row"``): one row of one private table changes, with
       its values and every relationship attached to it (its own FK values and the FK values of
       the rows that reference it), bounded by the caps (the bi-adjacency paper's Definition 1).
@@ -445,7 +448,7 @@ class PrivacyUnit:
     Attributes:
         entity: Protected entity table, or ``None`` for the row-level unit.
         caps: Degree cap per FK name (children per parent), public integers ≥ 1.
-        accounting: ``"strict"`` (default; moved mass counts √2) or ``"paper"`` (§10.4).
+        accounting: ``"strict"`` (default; moved mass counts √2) or ``"paper"`` (PrivLava §6's multipliers without the √2 of moved mass).
         truncate: How a cap is enforced on an FK whose parent is the entity: ``"children"``
             (default: keep τ children per parent, chosen by a salted hash of their position) or
             ``"parents"`` (the paper: remove parents over the cap with their dependants). Both

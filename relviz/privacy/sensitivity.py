@@ -5,8 +5,9 @@ derived from the unit's single definition of a neighbour, and the neighbour test
 ``tests/privacy/test_neighbours.py`` check each derivation on every neighbour of small random
 databases. The derivations are written out in ``docs/privacy.md``.
 
-**Entity unit** (Cai, Xiao, Wei, et al., "Privacy-preserving data synthesis for relational data
-with foreign keys" (PrivLava), SIGMOD 2023, §3 and the sensitivity analysis of its Appendix):
+**Entity unit** (Cai, Xiao & Cormode, "PrivLava: synthesizing relational data with foreign keys
+under differential privacy", SIGMOD 2023: §2 for the neighbouring relation, §6 Def. 6.3 and
+Lemmas 6.4–6.6 for the tuple and group multipliers):
 neighbours differ by one tuple of the protected entity table ``R_0`` and every tuple depending on
 it. With the public group-size caps ``τ_e``:
 
@@ -33,8 +34,8 @@ and, relviz's addition, the per-parent child counts of an FK to a *public* paren
 closure removes ``x(e) = r(child)`` child tuples whose parents survive (L2 ``x(e)``: they may all
 share one parent), and the links of an FK (bi-adjacency) change by at most ``r + m`` of the child.
 
-**Row unit** (Cai, Wei, Yu, Zhang, "Differentially private synthetic relational data by learning a
-bi-adjacency matrix", §2.2 Def. 1): a neighbour changes **one row of one private table: its
+**Row unit** (Alimohammadi, Wang, Gulati, Srivastava & Azizan, "Differentially private synthetic
+data generation for relational databases", §2.2 after Def. 1): a neighbour changes **one row of one private table: its
 attribute values and every relationship attached to it**, i.e. its own FK values (it may move to
 another parent, or to null) and the FK values of the rows that reference it (its children may be
 re-pointed to other parents, and other rows may be re-pointed to it); both databases satisfy the
@@ -245,7 +246,8 @@ def truncation_stable(schema: Schema) -> dict[str, bool]:
 
 
 def multipliers(schema: Schema) -> Multipliers:
-    """Compute the §10.4 quantities of ``schema`` under its privacy unit (public, no data).
+    """Compute the multipliers of ``schema`` under its privacy unit (public, no data; PrivLava
+    §6 Def. 6.3, docs/privacy.md).
 
     Raises:
         SchemaError: if the schema has no privacy unit, a cycle, or a capless FK on a path to the

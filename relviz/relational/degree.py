@@ -1,7 +1,8 @@
 """The degree baseline: a noisy degree distribution per FK, then random assignment.
 
-This is the baseline the relational seeds compare against (spec/relational-biadjacency.md §7.1
-"T = 0"-style random relation, with the degree structure kept). Per foreign key
+This is the baseline the relational papers compare against (the per-relation synthesis with
+noisy group-size histograms of PrivLava, Cai, Xiao & Cormode, SIGMOD 2023, §7.1; a random
+relation with the degree structure kept; docs/methods/degree.md). Per foreign key
 ``child → parent``:
 
 * **private parent** (synthetic parent rows have no identity in common with the real ones):
@@ -48,7 +49,7 @@ from relviz.schema import ForeignKey, Schema
 __all__ = ["DegreeLinker", "DegreeLink", "round_counts"]
 
 SOURCE = ("degree baseline: noisy degree histogram + random assignment "
-          "(spec/relational-biadjacency.md §7.1 baseline; Gaussian mechanism, Bun & Steinke 2016)")
+          "(docs/methods/degree.md; Gaussian mechanism, Bun & Steinke 2016)")
 
 
 ZERO_KEEP_SIGMAS = 3.0  # noisy per-parent counts at or above 3σ are never zeroed by the auto rule
