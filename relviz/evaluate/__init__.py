@@ -15,6 +15,10 @@ SDMetrics has the score:
   table or an FK join, and the Intertable Trends property;
 * :mod:`.degree` — degree distributions per FK and CardinalityShapeSimilarity;
 * :mod:`.crosstable` — the papers' 3-way cross-table marginal error per relation;
+* :mod:`.census_queries` — the census counting queries of PrivLava / PrivPetal (household ⟵
+  person FKs) and their relative error;
+* :mod:`.tpch_queries` — the eight TPC-H queries of PrivLava / PrivPetal (Q4, Q5, Q7, Q9, Q12,
+  Q14, Q17, Q19) through DuckDB, and their average relative error;
 * :mod:`.validity` — keys, references, public domains, row counts;
 * :mod:`.embedding` — t-SNE maps of real and synthetic rows, and the detection score;
 * :mod:`.report` — SDMetrics-style :class:`QualityReport`, relviz's :class:`RelationalReport`;
@@ -30,6 +34,14 @@ Example:
 from __future__ import annotations
 
 from relviz.evaluate._common import PropertyResult
+from relviz.evaluate.census_queries import (
+    CensusQueries,
+    census_answers,
+    census_error,
+    census_error_summary,
+    census_errors,
+    generate_census_queries,
+)
 from relviz.evaluate.correlation import AssociationComparison, associations, intertable_trends, join_columns
 from relviz.evaluate.crosstable import (
     CrossTableError,
@@ -62,21 +74,28 @@ from relviz.evaluate.marginals import (
     tvd_two_way,
 )
 from relviz.evaluate.report import PROPERTIES, QualityReport, RelationalReport
+from relviz.evaluate.tpch_queries import TPCHQuery, tpch_errors, tpch_query_answers
 from relviz.evaluate.validity import ValidityReport, validity
 
 __all__ = [
     "PROPERTIES",
     "AssociationComparison",
+    "CensusQueries",
     "CrossTableError",
     "DegreeComparison",
     "Embedding",
     "PropertyResult",
     "QualityReport",
     "RelationalReport",
+    "TPCHQuery",
     "ValidityReport",
     "associations",
     "cardinality",
     "cardinality_shape_similarity",
+    "census_answers",
+    "census_error",
+    "census_error_summary",
+    "census_errors",
     "column_pair_trends",
     "column_shapes",
     "compare_degrees",
@@ -93,12 +112,15 @@ __all__ = [
     "encode_rows",
     "fidelity_summary",
     "frequencies",
+    "generate_census_queries",
     "intertable_trends",
     "join_columns",
     "ks_complement",
     "link_table_error",
     "render_report",
     "rows_to_embed",
+    "tpch_errors",
+    "tpch_query_answers",
     "tv_complement",
     "tvd_one_way",
     "tvd_two_way",
