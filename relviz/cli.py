@@ -158,11 +158,12 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     for table in args.relation or ():
         plan = plan.with_relation(db.schema, table, args.method if args.method != "degree"
                                   else "biadjacency")
-    problems = db.problems(plan)
-    if problems:
-        from relviz.errors import DataError
+    data_problems, plan_problems = db.problems(), plan.problems(db.schema)
+    if data_problems or plan_problems:  # as RelationalSynthesizer.fit: data first, then the plan
+        from relviz.errors import DataError, PlanError
 
-        print(DataError(problems), file=sys.stderr)
+        error = DataError(data_problems + plan_problems) if data_problems else PlanError(plan_problems)
+        print(error, file=sys.stderr)
         return 2
     inferred = db.schema.inferred_problems()
     if inferred and not args.allow_inferred_schema:

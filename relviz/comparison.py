@@ -16,9 +16,9 @@ databases and caches each result per selection, so a view can switch back and fo
 
 Each key is computed once even when several threads ask for it at the same time.
 
-Two helpers serve the stakeholder demo: :func:`utility_summary` (degree similarity per FK, 3-way
-cross-table error per private FK, mean 2-way TVD) and :func:`epsilon_sweep` (that summary over a
-grid of ε).
+:func:`utility_summary` gives the numbers a stakeholder reads (degree similarity per FK, 3-way
+cross-table error per private FK, mean 2-way TVD); :func:`relviz.sweep.epsilon_sweep` fits and
+samples over a grid of ε and reports that summary at each.
 
 Example:
     >>> cmp = Comparison(real_db, synthetic_db)                          # doctest: +SKIP
@@ -31,15 +31,15 @@ from __future__ import annotations
 
 import math
 import threading
-import time
-from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from relviz.database import Database
+from relviz.progress import Progress
 
 if TYPE_CHECKING:  # pragma: no cover
     import plotly.graph_objects as go
@@ -51,19 +51,13 @@ if TYPE_CHECKING:  # pragma: no cover
         QualityReport,
         RelationalReport,
     )
-    from relviz.plan import Plan
 
 __all__ = [
-    "CURATOR_VIEW",
     "Comparison",
-    "EpsilonSweep",
     "Selection",
-    "epsilon_sweep",
     "utility_summary",
 ]
 
-CURATOR_VIEW = "curator view (not private)"
-Progress = Callable[[float, str], None]
 T = TypeVar("T")
 
 
@@ -313,7 +307,7 @@ class Comparison:
 
 
 # ------------------------------------------------------------------------------------------------
-# utility at one ε, and over a grid of ε (the stakeholder demo)
+# utility at one ε (the stakeholder demo; over a grid of ε: relviz.sweep)
 # ------------------------------------------------------------------------------------------------
 
 def utility_summary(real: Database, synthetic: Database, *, k: int = 3) -> dict[str, Any]:
@@ -339,90 +333,3 @@ def utility_summary(real: Database, synthetic: Database, *, k: int = 3) -> dict[
             "cross_table_error": ct, "two_way_tvd": by_table, "mean_two_way_tvd": pair_mean,
             "mean_cross_table_error": float(np.mean(list(ct.values()))) if ct else math.nan,
             "degrees": degrees}
-
-
-@dataclass
-class EpsilonSweep:
-    """Utility of one database's synthetic copies over a grid of ε (curator view).
-
-    Attributes:
-        epsilons: The grid, ascending.
-        delta: δ of every run.
-        summaries: ``{ε: utility_summary(...)}``.
-        seconds: ``{ε: {"fit", "sample", "evaluate"}}`` wall times.
-        rho: ``{ε: total ρ of the plan}``.
-        total_seconds: Wall time of the whole sweep.
-    """
-
-    epsilons: tuple[float, ...]
-    delta: float
-    summaries: dict[float, dict[str, Any]] = field(default_factory=dict)
-    seconds: dict[float, dict[str, float]] = field(default_factory=dict)
-    rho: dict[float, float] = field(default_factory=dict)
-    total_seconds: float = 0.0
-
-    def frame(self) -> pd.DataFrame:
-        """Tidy ``Epsilon, Metric, Item, Value`` (metrics ``Degree similarity``, ``3-way error``,
-        ``Mean 2-way TVD``; items are FK names or ``all``)."""
-        rows = []
-        for eps in self.epsilons:
-            s = self.summaries[eps]
-            rows += [{"Epsilon": eps, "Metric": "Degree similarity", "Item": k, "Value": v}
-                     for k, v in s["degree_similarity"].items()]
-            rows += [{"Epsilon": eps, "Metric": "3-way error", "Item": k, "Value": v}
-                     for k, v in s["cross_table_error"].items()]
-            rows.append({"Epsilon": eps, "Metric": "Mean 2-way TVD", "Item": "all", "Value": s["mean_two_way_tvd"]})
-        return pd.DataFrame(rows, columns=["Epsilon", "Metric", "Item", "Value"])
-
-    def timings(self) -> pd.DataFrame:
-        """``Epsilon, rho, fit, sample, evaluate, total`` in seconds."""
-        return pd.DataFrame([{"Epsilon": e, "rho": self.rho[e], **self.seconds[e],
-                              "total": sum(self.seconds[e].values())} for e in self.epsilons])
-
-
-def epsilon_sweep(db: Database, epsilons: Sequence[float], *, delta: float = 1e-6, plan: Plan | None = None,
-                  random_state: int | None = 0, k: int = 3, progress: Progress | None = None,
-                  allow_inferred: bool = False) -> EpsilonSweep:
-    """Fit, sample and summarise utility (:func:`utility_summary`) at every ε of a grid.
-
-    Args:
-        db: The real database.
-        epsilons: The grid (sorted ascending in the result).
-        delta: δ of every run.
-        plan: Template plan (its shares and methods are kept, its ε replaced); default
-            ``Plan.default(db.schema)``.
-        random_state: Seed of every run (a seeded sweep is for study, not for release).
-        k: Order of the cross-table marginals.
-        progress: ``progress(fraction, message)`` after each step.
-        allow_inferred: Passed to :class:`~relviz.synthesizer.RelationalSynthesizer` (domains
-            read from the data: the runs are then not differentially private).
-
-    Returns:
-        :class:`EpsilonSweep`.
-    """
-    from relviz.plan import Plan
-    from relviz.synthesizer import RelationalSynthesizer
-
-    grid = tuple(sorted(float(e) for e in epsilons))
-    base = plan if plan is not None else Plan.default(db.schema, grid[0], delta)
-    out = EpsilonSweep(grid, delta)
-    t_all = time.perf_counter()
-    for i, eps in enumerate(grid):
-        p = base.with_budget(epsilon=eps, delta=delta)
-        if progress is not None:
-            progress(i / len(grid), f"ε = {eps:g}: fitting ({i + 1}/{len(grid)})")
-        t0 = time.perf_counter()
-        synth = RelationalSynthesizer(p, random_state=random_state, allow_inferred=allow_inferred).fit(db)
-        t1 = time.perf_counter()
-        fake = synth.sample()
-        t2 = time.perf_counter()
-        if progress is not None:
-            progress((i + 0.8) / len(grid), f"ε = {eps:g}: evaluating ({i + 1}/{len(grid)})")
-        out.summaries[eps] = utility_summary(db, fake, k=k)
-        t3 = time.perf_counter()
-        out.seconds[eps] = {"fit": t1 - t0, "sample": t2 - t1, "evaluate": t3 - t2}
-        out.rho[eps] = float(p.rho_total)
-    out.total_seconds = time.perf_counter() - t_all
-    if progress is not None:
-        progress(1.0, f"{len(grid)} runs in {out.total_seconds:.0f} s")
-    return out

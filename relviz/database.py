@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -24,9 +24,6 @@ import pandas as pd
 from relviz.encoding import column_problems
 from relviz.errors import DataError, Problem
 from relviz.schema import ForeignKey, PrivacyUnit, Schema, Table, infer_attributes, infer_schema
-
-if TYPE_CHECKING:  # pragma: no cover
-    from relviz.plan import Plan
 
 __all__ = ["Database", "RepairReport"]
 
@@ -149,13 +146,14 @@ class Database:
         return np.bincount(idx[idx >= 0], minlength=len(self._tables[fk.parent])).astype(np.int64)
 
     # -- validation -------------------------------------------------------------------------------
-    def problems(self, plan: Plan | None = None) -> list[Problem]:
+    def problems(self) -> list[Problem]:
         """Every problem of the schema and the data, in one list (nothing raised).
 
         Checks: schema problems (:meth:`Schema.problems`), missing/undeclared tables and columns,
         null or duplicate primary keys, null non-nullable FKs, orphan FKs, FK type mismatches,
-        nulls, unknown categories, unparsable or out-of-bounds numbers, and, with a ``plan``,
-        domains too large for the chosen mechanism.
+        nulls, unknown categories, unparsable or out-of-bounds numbers. What a plan's methods
+        cannot model (e.g. a domain too large for a mechanism) is the plan's problem:
+        ``Plan.problems(schema)``.
         """
         s = self._schema
         out = list(s.problems())
@@ -183,8 +181,6 @@ class Database:
                     out += column_problems(a, df[a.name], t.name)
         for fk in s.foreign_keys:
             out += self._fk_problems(fk)
-        if plan is not None:
-            out += plan.problems(s)
         return out
 
     def _fk_problems(self, fk: ForeignKey) -> list[Problem]:
@@ -225,9 +221,9 @@ class Database:
                                fk.child, col, int(orphan.sum()), tuple(ex)))
         return out
 
-    def validate(self, plan: Plan | None = None) -> Database:
+    def validate(self) -> Database:
         """Raise one :class:`DataError` listing every problem; return ``self`` when valid."""
-        problems = self.problems(plan)
+        problems = self.problems()
         if problems:
             raise DataError(problems)
         return self

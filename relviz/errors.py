@@ -4,11 +4,17 @@ Every error that is about *input* (a schema, a database, a plan) collects all th
 found and reports them together, each with the table, the column, how many rows are affected and
 up to five offending values, so that a user can fix everything in one pass (the idiom of SDV's
 multi-table ``InvalidDataError``).
+
+Which error says what: :class:`SchemaError` (the schema), :class:`DataError` (the data under the
+schema), :class:`PlanError` (the plan: shares, methods, what a method cannot model),
+:class:`ParameterError` (one hyper-parameter out of its range; also a ``ValueError``),
+:class:`NotFittedError` (a model used before ``fit``; also a ``ValueError`` and an
+``AttributeError``, scikit-learn's convention), :class:`BudgetError` and :class:`CancelledError`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +24,8 @@ __all__ = [
     "SchemaError",
     "DataError",
     "PlanError",
+    "ParameterError",
+    "NotFittedError",
     "BudgetError",
     "CancelledError",
 ]
@@ -56,15 +64,16 @@ class Problem:
         if self.count:
             tail += f" ({self.count:,} row{'s' if self.count != 1 else ''}"
             if self.examples:
-                tail += ", e.g. " + ", ".join(repr(_plain(v)) for v in self.examples)
+                tail += ", e.g. " + ", ".join(repr(_as_python(v)) for v in self.examples)
             tail += ")"
         elif self.examples:
-            tail += " (e.g. " + ", ".join(repr(_plain(v)) for v in self.examples) + ")"
+            tail += " (e.g. " + ", ".join(repr(_as_python(v)) for v in self.examples) + ")"
         return head + self.message + tail
 
 
-def _plain(value: Any) -> Any:
-    """Numpy scalars print as plain Python values in messages."""
+def _as_python(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (so messages print ``3``, not ``np.int64(3)``);
+    anything else unchanged."""
     item = getattr(value, "item", None)
     if callable(item):
         try:
@@ -120,15 +129,34 @@ class PlanError(_ProblemsError):
     headline = "invalid plan"
 
 
+class ParameterError(RelvizError, ValueError):
+    """A hyper-parameter of a mechanism or relational method is out of its range.
+
+    A ``ValueError`` too, so ``except ValueError`` keeps working.
+
+    Attributes:
+        parameter: The parameter's name (as passed, e.g. ``"init_share"``).
+    """
+
+    def __init__(self, parameter: str, message: str) -> None:
+        self.parameter = parameter
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (self.parameter, str(self))
+
+
+class NotFittedError(RelvizError, ValueError, AttributeError):
+    """A model was used before ``fit`` (e.g. ``sample()``).
+
+    A ``ValueError`` and an ``AttributeError`` too, as scikit-learn's ``NotFittedError``, so code
+    written for either convention catches it.
+    """
+
+
 class BudgetError(RelvizError):
     """A release would exceed the privacy budget; nothing was released."""
 
 
 class CancelledError(RelvizError):
     """A run was cancelled by the user; the session and the ledger stay valid."""
-
-
-def raise_if(problems: Sequence[Problem], error: type[_ProblemsError]) -> None:
-    """Raise ``error(problems)`` when ``problems`` is not empty."""
-    if problems:
-        raise error(problems)

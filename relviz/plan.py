@@ -12,6 +12,11 @@ Conversion of (ε, δ) to ρ: ``"auto"`` picks the exact Gaussian-DP curve when 
 the plan releases only Gaussian noise (Dong, Roth & Su, "Gaussian differential privacy", JRSS-B 2022;
 as PrivLava, Cai, Xiao & Cormode, SIGMOD 2023, Thm 6.2; 17 % more ρ at ε = 1, δ = 1e-5), and the
 optimal zCDP conversion otherwise (Canonne, Kamath & Steinke, NeurIPS 2020; docs/privacy.md).
+
+What a share buys (:meth:`Plan.noise_preview`, the budget panel's rows): per component the noise σ
+of its releases (each method's ``noise_scales``, a public computation) and the expected error of a
+typical cell relative to the table size, ``σ·√(2/π)/n`` (the mean absolute value of N(0, σ²)
+divided by ``n``).
 """
 
 from __future__ import annotations
@@ -22,13 +27,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from relviz.errors import PlanError, Problem
+import networkx as nx
+
+from relviz.errors import PlanError, Problem, SchemaError
 from relviz.privacy.accountant import epsilon_from_rho, rho_from_epsilon_delta
+from relviz.privacy.budget import to_fraction
+from relviz.privacy.measure import CURATOR_VIEW
 from relviz.schema import Schema
 
-__all__ = ["Component", "Plan", "to_fraction", "RELATION_SUFFIX", "relation_name"]
+if TYPE_CHECKING:  # pragma: no cover
+    from relviz.database import Database
+
+__all__ = ["Component", "Plan", "NoisePreview", "to_fraction", "RELATION_SUFFIX", "relation_name",
+           "MEAN_ABS_NORMAL", "SMALL_SHARE_ERROR"]
 
 RELATION_SUFFIX = " (m:n)"
 
@@ -42,17 +55,6 @@ ConversionChoice = Literal["auto", "zcdp", "gdp", "closed_form"]
 # unseeded run and numpy's seedable ones for a seeded run (study, teaching, tests).
 NoiseChoice = Literal["auto", "numpy", "opendp"]
 NOISE_CHOICES: tuple[str, ...] = ("auto", "numpy", "opendp")
-
-
-def to_fraction(x: float | int | str | Fraction) -> Fraction:
-    """An exact fraction from user input (``0.3`` → 3/10, not the binary float)."""
-    if isinstance(x, Fraction):
-        return x
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            raise ValueError("a share must be finite")
-        return Fraction(repr(x)).limit_denominator(10**12)
-    return Fraction(x)
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,60 @@ class Component:
     def from_dict(cls, d: Mapping[str, Any]) -> Component:
         return cls(d["name"], d["kind"], d["method"], Fraction(d["share"]), bool(d.get("locked")),
                    dict(d.get("params", {})))
+
+
+MEAN_ABS_NORMAL = math.sqrt(2.0 / math.pi)
+"""E|N(0, 1)|: the expected absolute error of a Gaussian release is σ·√(2/π)."""
+
+SMALL_SHARE_ERROR = 0.25
+"""A component whose typical cell is off by more than this fraction of the table is flagged."""
+
+
+@dataclass(frozen=True)
+class NoisePreview:
+    """What one component's share buys, before any data are read (:meth:`Plan.noise_preview`).
+
+    Attributes:
+        name: Table, FK or relation name.
+        kind: ``"table"``, ``"edge"`` or ``"relation"``.
+        method: Mechanism / relational method.
+        share: Exact share of ρ.
+        locked: Whether the share is locked.
+        rho: Exact ρ of the component.
+        sigmas: ``{release label: σ}`` from the method's ``noise_scales`` (empty if unavailable).
+        sigma: σ of the first release (a typical marginal cell or degree bin), or ``None``.
+        n: Size the error is relative to (rows of the table; parents of a degree histogram;
+            children per parent on average for per-parent counts), or ``None``.
+        n_label: What ``n`` is, and where it comes from (a count read from the private data says
+            so: ``CURATOR_VIEW``).
+        error: Expected absolute error of a typical cell, ``σ·√(2/π)``.
+        relative_error: ``error / n``, or ``None``.
+        note: Why σ is unavailable (empty otherwise).
+        warning: Plain-words warning when the share is too small to be useful (empty otherwise).
+    """
+
+    name: str
+    kind: str
+    method: str
+    share: Fraction
+    locked: bool
+    rho: Fraction
+    sigmas: dict[str, float] = field(default_factory=dict)
+    sigma: float | None = None
+    n: float | None = None
+    n_label: str = ""
+    error: float | None = None
+    relative_error: float | None = None
+    note: str = ""
+    warning: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "method": self.method,
+                "share": f"{self.share.numerator}/{self.share.denominator}",
+                "share_float": float(self.share), "locked": self.locked, "rho": float(self.rho),
+                "sigmas": dict(self.sigmas), "sigma": self.sigma, "n": self.n, "n_label": self.n_label,
+                "error": self.error, "relative_error": self.relative_error, "note": self.note,
+                "warning": self.warning}
 
 
 @dataclass(frozen=True)
@@ -358,9 +414,6 @@ class Plan:
                        delta=self.delta if delta is None else float(delta),
                        rho=rho if rho is not None else (None if epsilon is not None else self.rho))
 
-    def with_conversion(self, conversion: ConversionChoice) -> Plan:
-        return replace(self, conversion=conversion)
-
     def with_noise(self, noise: NoiseChoice) -> Plan:
         return replace(self, noise=noise)
 
@@ -383,6 +436,71 @@ class Plan:
                 "(random_state / --seed) for a release, or use noise='numpy' for a reproducible "
                 "study run")])
         return self.noise  # type: ignore[return-value]
+
+    # -- what the shares buy ---------------------------------------------------------------------
+    def noise_preview(self, schema: Schema, db: Database | None = None, *,
+                      row_counts: Mapping[str, int] | None = None) -> list[NoisePreview]:
+        """Per component: share, ρ, the σ its share buys and the expected error of a typical cell.
+
+        σ comes from each method's ``noise_scales`` (public: the schema's sensitivities and the
+        component's ρ). The error is relative to a size ``n``: the table's rows; for an FK to a
+        public parent, the children per parent on average; for an FK to a private parent, the
+        parents (the cells of its degree histogram). Sizes come from ``row_counts`` (public
+        counts) and else from ``db`` (read from the private data: a curator view, and the label
+        says so).
+
+        Args:
+            schema: The schema the plan is for.
+            db: The data, for row counts (optional).
+            row_counts: Public row counts; they override the data's.
+
+        Returns:
+            One :class:`NoisePreview` per component, in plan order.
+        """
+        from relviz.privacy.sensitivity import multipliers
+
+        read = db.row_counts() if db is not None else {}
+        public = dict(row_counts or {})
+        counts = {**read, **public}
+
+        def from_data(table: str) -> bool:
+            return table not in public and table in read and table in schema.table_names and \
+                not schema.table(table).public
+
+        mult, why = None, ""
+        try:
+            mult = multipliers(schema)
+        except (SchemaError, KeyError, nx.NetworkXException) as e:
+            why = f"σ unavailable until the schema is fixed: {_reason(e)}"
+        try:
+            total = Fraction(self.rho_total)
+        except (ValueError, ArithmeticError) as e:
+            total, why = Fraction(0), f"σ unavailable: {e}"
+        out = []
+        for c in self.components:
+            rho = total * c.share
+            sigmas: dict[str, float] = {}
+            note = why
+            if mult is not None and rho > 0:
+                try:
+                    sigmas = _noise_scales(c, rho, schema, mult)
+                    if not sigmas:
+                        note = f"{c.method} does not report its noise scale"
+                except (KeyError, SchemaError, ValueError, TypeError, AttributeError) as e:
+                    note = f"σ unavailable: {_reason(e)}"
+            n, n_label = _preview_size(c, schema, counts, from_data)
+            sigma = next(iter(sigmas.values()), None)
+            error = None if sigma is None else sigma * MEAN_ABS_NORMAL
+            rel = None if error is None or not n else error / n
+            warning = ""
+            if rel is not None and rel > SMALL_SHARE_ERROR:
+                what = "marginal cell" if c.kind == "table" else "bin"
+                warning = (f"share too small to be useful: a typical {what} is off by about {rel:.0%} of "
+                           f"{'the table' if c.kind == 'table' else 'its size'}; give {c.name} a larger "
+                           "share (or raise ε)")
+            out.append(NoisePreview(c.name, c.kind, c.method, c.share, c.locked, rho, sigmas, sigma, n,
+                                    n_label, error, rel, note, warning))
+        return out
 
     # -- validation ---------------------------------------------------------------------------
     def problems(self, schema: Schema) -> list[Problem]:
@@ -504,3 +622,59 @@ def _method_problems(c: Component, lookup: Callable[[str], type], unknown: str,
         return list(cls(**c.params).problems(*args))
     except (TypeError, ValueError) as e:
         return [Problem("bad_parameter", f"{c.method}: {e}", c.name)]
+
+
+def _noise_scales(c: Component, rho: Fraction, schema: Schema, mult: Any) -> dict[str, float]:
+    """``{release label: σ}`` of component ``c`` with budget ``rho`` (its method's ``noise_scales``)."""
+    from relviz.relational import get as get_linker
+    from relviz.relational import get_relation
+    from relviz.single import get as get_mechanism
+
+    if c.kind == "table":
+        mech = get_mechanism(c.method, **c.params)
+        return dict(mech.noise_scales(schema.table(c.name), rho,
+                                      histogram_sensitivity=mult.table_histogram(c.name),
+                                      score_sensitivity=mult.table_score(c.name)))
+    if c.kind == "relation":
+        fk1, fk2 = schema.fks_from(c.table)
+        method = get_relation(c.method, **c.params)
+        return dict(method.noise_scales(schema, fk1, fk2, rho, multipliers=mult))
+    linker = get_linker(c.method, **c.params)
+    return dict(linker.noise_scales(schema, schema.foreign_key(c.name), rho, multipliers=mult))
+
+
+def _preview_size(c: Component, schema: Schema, counts: Mapping[str, int],
+                  from_data: Callable[[str], bool]) -> tuple[float | None, str]:
+    """The size ``n`` a component's typical error is relative to, and its label."""
+    tail = f" — {CURATOR_VIEW}"
+    if c.kind == "table":
+        if c.name not in counts:
+            return None, ""
+        n = float(counts[c.name])
+        return n, f"{int(n):,} rows of {c.name}" + (tail if from_data(c.name) else "")
+    try:
+        fk = schema.foreign_key(c.name)
+    except KeyError:
+        return None, ""
+    if schema.table(fk.parent).public:
+        nc, npar = counts.get(fk.child), counts.get(fk.parent)
+        if nc is None or not npar:
+            return None, ""
+        n = nc / npar
+        return n, (f"{n:,.1f} {fk.child} rows per {fk.parent} row on average"
+                   + (tail if from_data(fk.child) else ""))
+    if fk.parent not in counts:
+        return None, ""
+    n = float(counts[fk.parent])
+    return n, (f"{int(n):,} {fk.parent} rows (parents in the degree histogram)"
+               + (tail if from_data(fk.parent) else ""))
+
+
+def _reason(e: BaseException) -> str:
+    """One line for a note: a relviz error's problems, a KeyError's key, else the message."""
+    problems = getattr(e, "problems", None)
+    if problems:
+        return "; ".join(p.message for p in problems)
+    if isinstance(e, KeyError) and e.args:
+        return str(e.args[0])
+    return str(e)

@@ -3,8 +3,8 @@
 Plot grammar (after SDV's and SDMetrics' plots): real data dark (:data:`REAL_COLOR`), synthetic data in
 the accent colour (:data:`SYNTHETIC_COLOR`), legend "Real"/"Synthetic"; score charts on a fixed
 [0, 1] axis with the average in the title. Every figure here is computed from real data, so every
-figure carries the subtitle :data:`CURATOR_VIEW` ("curator view (not private)"): it is outside the
-DP guarantee and for the data curator only.
+figure carries the subtitle :data:`CURATOR_VIEW` ("curator view (not private)", defined in
+:mod:`relviz.privacy.measure`): it is outside the DP guarantee and for the data curator only.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+from relviz.privacy.measure import CURATOR_VIEW
 
 if TYPE_CHECKING:  # pragma: no cover
     from relviz.evaluate.correlation import AssociationComparison
@@ -40,7 +42,6 @@ __all__ = [
 REAL_COLOR = "#1f2937"  # slate-800: real data
 SYNTHETIC_COLOR = "#0ea5a4"  # teal accent: synthetic data
 SOURCE_COLORS = {"Real": REAL_COLOR, "Synthetic": SYNTHETIC_COLOR}
-CURATOR_VIEW = "curator view (not private)"
 METRIC_COLORS = {"KSComplement": REAL_COLOR, "TVComplement": "#64748b",
                  "CorrelationSimilarity": REAL_COLOR, "ContingencySimilarity": "#64748b",
                  "CardinalityShapeSimilarity": REAL_COLOR}

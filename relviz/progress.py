@@ -4,6 +4,9 @@ Algorithms call a :class:`Reporter` between steps: it forwards a :class:`Progres
 user's callback and raises :class:`~relviz.errors.CancelledError` when the run's
 :class:`CancelToken` is set, so a cancel takes effect at the next step and never in the middle
 of a release (the ledger stays true).
+
+Steps that report without a run around them (the evaluation, the comparisons, an ε sweep) take a
+plain :data:`Progress` callback, ``progress(fraction, message)``; a :class:`Reporter` is one.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from dataclasses import dataclass
 
 from relviz.errors import CancelledError
 
-__all__ = ["ProgressEvent", "CancelToken", "Reporter"]
+__all__ = ["Progress", "ProgressEvent", "CancelToken", "Reporter"]
+
+Progress = Callable[[float, str], None]
+"""A plain progress callback: ``progress(fraction in [0, 1], message)``."""
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,13 @@
 
 ``relviz.single`` (single-table mechanisms), ``relviz.relational`` (per-FK linkers) and its
 many-to-many relation methods each hold one :class:`Registry`; the classes register themselves
-with the ``register`` decorator when their module is imported, and the registry imports those
-modules on first use (``load``), so listing the methods never needs a manual import.
+with the ``register`` decorator when their module is imported, and the package's lookups import
+those modules on first use (``load``), so listing the methods never needs a manual import.
+
+The registries live in leaf modules (``relviz.single.registry``, ``relviz.relational.registry``)
+that a method's module imports for ``register``; the packages' ``get``, ``get_class`` and
+``available`` import the built-in methods before looking up. A method module therefore never imports the package that loads it, and
+the import graph stays acyclic (``tests/test_imports.py``).
 """
 
 from __future__ import annotations
@@ -17,10 +22,11 @@ class Registry:
 
     Args:
         kind: What the entries are, for error messages (e.g. ``"single-table mechanism"``).
-        load: Imports the modules that register the built-in entries (called before lookups).
+        load: Imports the modules that register the built-in entries (called before lookups);
+            ``None`` when the caller loads them (see the module docstring).
     """
 
-    def __init__(self, kind: str, load: Callable[[], None]) -> None:
+    def __init__(self, kind: str, load: Callable[[], None] | None = None) -> None:
         self.kind = kind
         self._load = load
         self._classes: dict[str, type] = {}
@@ -30,9 +36,13 @@ class Registry:
         self._classes[cls.name] = cls
         return cls
 
+    def _loaded(self) -> None:
+        if self._load is not None:
+            self._load()
+
     def get_class(self, name: str) -> type:
         """The registered class. Raises KeyError naming the available entries."""
-        self._load()
+        self._loaded()
         if name not in self._classes:
             raise KeyError(f"unknown {self.kind} {name!r}; available: {', '.join(self._classes)}")
         return self._classes[name]
@@ -43,5 +53,5 @@ class Registry:
 
     def available(self) -> dict[str, str]:
         """``{name: label}`` of the registered entries."""
-        self._load()
+        self._loaded()
         return {k: v.label for k, v in self._classes.items()}

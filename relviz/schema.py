@@ -95,7 +95,7 @@ class Attribute:
         if problems:
             raise SchemaError(problems, headline=f"invalid attribute {self.name!r}")
         if self.categories is not None:
-            object.__setattr__(self, "categories", tuple(_plain(c) for c in self.categories))
+            object.__setattr__(self, "categories", tuple(_python_scalar(c) for c in self.categories))
         if self.edges is not None:
             object.__setattr__(self, "edges", tuple(float(e) for e in self.edges))
         if self.kind in ("numeric", "datetime") and self.edges is None and self.bins is None:
@@ -269,7 +269,9 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
-def _plain(v: Any) -> Any:
+def _python_scalar(v: Any) -> Any:
+    """A category as a Python value (numpy scalars unwrapped, so categories compare and serialise
+    as the values they hold); strings and bytes unchanged."""
     item = getattr(v, "item", None)
     return item() if callable(item) and not isinstance(v, (str, bytes)) else v
 
@@ -279,6 +281,26 @@ def _is_null(v: Any) -> bool:
         return bool(pd.isna(v))
     except (TypeError, ValueError):
         return False
+
+
+def _reference_problems(fk: ForeignKey, tables: Mapping[str, Table]) -> list[Problem]:
+    """What is wrong with what ``fk`` references: unknown tables, a parent without a primary key,
+    parent columns that are not its key (the checks shared by construction and
+    :meth:`Schema.foreign_key_problems`)."""
+    out = [Problem("unknown_table", f"FK {fk.name!r} refers to unknown {role} table {t!r}", t)
+           for role, t in (("child", fk.child), ("parent", fk.parent)) if t not in tables]
+    parent = tables.get(fk.parent)
+    if parent is None:
+        return out
+    pk = parent.primary_key
+    if not pk:
+        out.append(Problem("bad_foreign_key", f"FK {fk.name!r} points at {fk.parent!r}, which has no "
+                           "primary key to reference", fk.parent))
+    elif len(fk.columns) != len(pk) or set(fk.parent_columns) != set(pk):
+        out.append(Problem("bad_foreign_key", f"FK {fk.name!r} must reference the primary key of "
+                           f"{fk.parent} ({', '.join(pk)}) with one child column per key column",
+                           fk.parent, ", ".join(fk.parent_columns)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -538,7 +560,8 @@ class Schema:
     :meth:`problems`, and by ``Database.validate`` together with the data problems.
 
     Edits return new schemas (``with_foreign_key``, ``without_foreign_key``, ``with_public``,
-    ``with_privacy_unit``, ``with_table``, ``without_table``).
+    ``with_privacy_unit``, ``with_table``, ``with_cap``); :meth:`foreign_key_problems` says
+    whether an FK may be added.
     """
 
     tables: tuple[Table, ...]
@@ -565,29 +588,14 @@ class Schema:
         for n in sorted({n for n in fk_names if fk_names.count(n) > 1}):
             out.append(Problem("duplicate_foreign_key", f"foreign key name {n!r} used twice"))
         for fk in self.foreign_keys:
-            child, parent = by_name.get(fk.child), by_name.get(fk.parent)
-            if child is None:
-                out.append(Problem("unknown_table", f"FK {fk.name!r} refers to unknown child table",
-                                   fk.child))
-            if parent is None:
-                out.append(Problem("unknown_table", f"FK {fk.name!r} refers to unknown parent table",
-                                   fk.parent))
+            out += _reference_problems(fk, by_name)
+            child = by_name.get(fk.child)
             if child is not None:
                 clash = sorted(set(fk.columns) & set(child.attribute_names))
                 if clash:
                     out.append(Problem("duplicate_column",
                                        f"FK {fk.name!r} uses column(s) declared as attributes",
                                        fk.child, ", ".join(clash)))
-            if parent is not None:
-                if not parent.primary_key:
-                    out.append(Problem("bad_foreign_key",
-                                       f"FK {fk.name!r} points at a table without a primary key",
-                                       fk.parent))
-                elif set(fk.parent_columns) != set(parent.primary_key):
-                    out.append(Problem(
-                        "bad_foreign_key",
-                        f"FK {fk.name!r} must reference the primary key ({', '.join(parent.primary_key)})",
-                        fk.parent, ", ".join(fk.parent_columns)))
         if self.privacy_unit is not None:
             unit = self.privacy_unit
             if unit.entity is not None and unit.entity not in by_name:
@@ -606,10 +614,7 @@ class Schema:
         not depend on the entity, missing caps for FKs with a private parent).
         """
         out: list[Problem] = []
-        g = nx.DiGraph()
-        g.add_nodes_from(t.name for t in self.tables)
-        g.add_edges_from((fk.parent, fk.child) for fk in self.foreign_keys if not fk.self_referential)
-        for cycle in nx.simple_cycles(g):
+        for cycle in nx.simple_cycles(self._fk_graph()):
             path = " → ".join(reversed(cycle + [cycle[0]]))
             fks = [fk.name for fk in self.foreign_keys
                    if fk.child in cycle and fk.parent in cycle and not fk.self_referential]
@@ -690,11 +695,69 @@ class Schema:
             g.add_edge(fk.parent, fk.child, key=fk.name, fk=fk)
         return g
 
-    def topological_order(self) -> tuple[str, ...]:
-        """Tables with parents first (ties in declaration order); raises on a cycle."""
+    def _fk_graph(self, *, without: str | None = None) -> nx.DiGraph:
+        """One node per table, one edge parent → child per FK (the FK named ``without`` left out);
+        self-references are not edges (a self-reference alone is not a cycle)."""
         g = nx.DiGraph()
         g.add_nodes_from(self.table_names)
-        g.add_edges_from((fk.parent, fk.child) for fk in self.foreign_keys if not fk.self_referential)
+        g.add_edges_from((fk.parent, fk.child) for fk in self.foreign_keys
+                         if not fk.self_referential and fk.name != without)
+        return g
+
+    def foreign_key_problems(self, fk: ForeignKey, *, replacing: str | None = None) -> list[Problem]:
+        """Why ``fk`` may not join this schema (empty when it may); reads no data.
+
+        The one check behind every FK edit (the schema editor refuses an FK for the first of these
+        reasons): both tables exist, the parent has a primary key and ``fk`` references it with
+        one child column per key column, no child column is listed twice, the same FK (child,
+        columns, parent) does not exist yet and no other FK has its name, and ``fk`` closes no
+        cycle of references (a self-reference alone is allowed). Child columns declared as attributes are not a reason
+        here: an editor turns them into FK columns (:meth:`with_foreign_key` does not, and
+        construction reports them).
+
+        Args:
+            fk: The foreign key to add.
+            replacing: Name of an FK that ``fk`` replaces (it is left out of the checks).
+
+        Returns:
+            Problems of kinds ``unknown_table``, ``bad_foreign_key``, ``duplicate_column``,
+            ``duplicate_foreign_key`` and ``cycle``, in that order.
+        """
+        by_name = {t.name: t for t in self.tables}
+        out = _reference_problems(fk, by_name)
+        if len(set(fk.columns)) != len(fk.columns):
+            out.append(Problem("duplicate_column", "a child column is listed twice", fk.child,
+                               ", ".join(fk.columns)))
+        if out:
+            return out
+        key = (fk.child, tuple(fk.columns), fk.parent)
+        for other in self.foreign_keys:
+            if other.name == replacing:
+                continue
+            if (other.child, tuple(other.columns), other.parent) == key:
+                out.append(Problem("duplicate_foreign_key",
+                                   f"this foreign key already exists ({other.name})", fk.child,
+                                   ", ".join(fk.columns)))
+            elif other.name == fk.name:
+                out.append(Problem("duplicate_foreign_key",
+                                   f"the name {fk.name!r} is taken by {other.label()}", fk.child,
+                                   ", ".join(fk.columns)))
+        if fk.self_referential:
+            return out
+        # fk.child → fk.parent closes a cycle when the parent already refers (transitively) to the child
+        refers_to = self._fk_graph(without=replacing).reverse(copy=False)
+        try:
+            path = nx.shortest_path(refers_to, fk.parent, fk.child)
+        except (nx.NetworkXNoPath, nx.NodeNotFound):
+            return out
+        loop = " → ".join([fk.child, *path])
+        out.append(Problem("cycle", f"{fk.label()} would create a cycle: {loop} (arrows read "
+                           "'refers to')", fk.child))
+        return out
+
+    def topological_order(self) -> tuple[str, ...]:
+        """Tables with parents first (ties in declaration order); raises on a cycle."""
+        g = self._fk_graph()
         pos = {n: i for i, n in enumerate(self.table_names)}
         try:
             return tuple(nx.lexicographical_topological_sort(g, key=pos.__getitem__))
@@ -703,10 +766,7 @@ class Schema:
 
     def dependants(self, table: str) -> set[str]:
         """Tables with an FK path to ``table`` (its descendants in the FK graph)."""
-        g = nx.DiGraph()
-        g.add_nodes_from(self.table_names)
-        g.add_edges_from((fk.parent, fk.child) for fk in self.foreign_keys if not fk.self_referential)
-        return set(nx.descendants(g, table))
+        return set(nx.descendants(self._fk_graph(), table))
 
     @property
     def private_tables(self) -> tuple[str, ...]:
@@ -737,10 +797,23 @@ class Schema:
         return out
 
     # -- edits ---------------------------------------------------------------------------------
-    def with_foreign_key(self, fk: ForeignKey) -> Schema:
-        """A new schema with ``fk`` added (or replacing the FK of the same name)."""
-        fks = [f for f in self.foreign_keys if f.name != fk.name] + [fk]
-        return replace(self, foreign_keys=tuple(fks))
+    def with_foreign_key(self, fk: ForeignKey, *, replacing: str | None = None) -> Schema:
+        """A new schema with ``fk`` added, or in place of the FK named ``replacing`` (default: the
+        FK of the same name, if any), whose degree cap and its source move to ``fk``.
+
+        Nothing is refused here beyond what construction checks; :meth:`foreign_key_problems`
+        says whether ``fk`` may join.
+        """
+        old = fk.name if replacing is None else replacing
+        if old not in {f.name for f in self.foreign_keys}:
+            return replace(self, foreign_keys=self.foreign_keys + (fk,))
+        fks = tuple(fk if f.name == old else f for f in self.foreign_keys)
+        unit = self.privacy_unit
+        if unit is not None and old != fk.name and old in unit.caps:
+            rename = {old: fk.name}
+            unit = replace(unit, caps={rename.get(k, k): v for k, v in unit.caps.items()},
+                           cap_sources={rename.get(k, k): v for k, v in unit.cap_sources.items()})
+        return replace(self, foreign_keys=fks, privacy_unit=unit)
 
     def without_foreign_key(self, name: str) -> Schema:
         self.foreign_key(name)
@@ -757,17 +830,6 @@ class Schema:
         else:
             tables = self.tables + (table,)
         return replace(self, tables=tables)
-
-    def without_table(self, name: str) -> Schema:
-        self.table(name)
-        s = self
-        for fk in self.foreign_keys:
-            if name in (fk.child, fk.parent):
-                s = s.without_foreign_key(fk.name)
-        unit = s.privacy_unit
-        if unit is not None and unit.entity == name:
-            unit = replace(unit, entity=None)
-        return replace(s, tables=tuple(t for t in s.tables if t.name != name), privacy_unit=unit)
 
     def with_public(self, table: str, public: bool = True) -> Schema:
         return self.with_table(replace(self.table(table), public=public))

@@ -27,7 +27,7 @@ import pandas as pd
 
 from relviz.database import Database
 from relviz.encoding import EncodedTable, decode_table, encode_table
-from relviz.errors import DataError, Problem, RelvizError, SchemaError
+from relviz.errors import DataError, NotFittedError, PlanError, Problem, SchemaError
 from relviz.plan import Plan
 from relviz.privacy.accountant import Accountant, epsilon_from_rho
 from relviz.privacy.budget import Budget
@@ -122,7 +122,12 @@ class RelationalSynthesizer:
         Raises:
             SchemaError: the schema has domains or FK nullability read from the data and
                 ``allow_inferred`` is off (every such fact listed; nothing is read).
-            DataError / SchemaError / PlanError: listing every problem, before anything is read.
+            DataError: the schema or the data have problems (``Database.problems``); the plan's
+                problems, if any, are listed after them, so everything is fixed in one pass.
+                Nothing is read.
+            PlanError: the schema and the data are fine but the plan is not (``Plan.problems``:
+                shares, unknown methods, bad parameters, what a method cannot model). Nothing is
+                read.
             BudgetError: never in a valid plan (a bug guard: nothing is released beyond it).
             CancelledError: if :meth:`cancel` was called; the ledger records what was spent.
         """
@@ -132,9 +137,11 @@ class RelationalSynthesizer:
         inferred = db.schema.inferred_problems()
         if inferred and not self.allow_inferred:
             raise SchemaError(inferred, headline=INFERRED_HEADLINE)
-        problems = db.problems(plan)
-        if problems:
-            raise DataError(problems)
+        data_problems, plan_problems = db.problems(), plan.problems(db.schema)
+        if data_problems:
+            raise DataError(data_problems + plan_problems)
+        if plan_problems:
+            raise PlanError(plan_problems)
         schema = db.schema
         self.plan_ = plan
         self.schema_ = schema
@@ -294,9 +301,12 @@ class RelationalSynthesizer:
 
         Returns:
             A validated :class:`Database` with the fitted schema.
+
+        Raises:
+            NotFittedError: before :meth:`fit` (also a ``ValueError`` and an ``AttributeError``).
         """
         if not getattr(self, "fitted_", False):
-            raise RelvizError("call fit() before sample()")
+            raise NotFittedError("this RelationalSynthesizer is not fitted yet: call fit() before sample()")
         if not scale > 0:
             raise ValueError("scale must be positive")
         self._token.reset()

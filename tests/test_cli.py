@@ -9,8 +9,8 @@ from fractions import Fraction
 import pandas as pd
 import pytest
 
-from relviz.checks import check_output
 from relviz.cli import main
+from relviz.demo_checks import check_output
 from tests.conftest import tiny_frames, tiny_schema
 
 

@@ -1,4 +1,5 @@
-"""Comparison: cached evaluation per selection, figures returned, progress for t-SNE (no browser)."""
+"""Comparison: cached evaluation per selection, figures returned, progress for t-SNE (no browser; the
+panel over it is tested in tests/ui/test_compare.py, the ε sweep in tests/test_sweep.py)."""
 
 from __future__ import annotations
 
@@ -8,28 +9,17 @@ import threading
 import plotly.graph_objects as go
 import pytest
 
-from relviz.comparison import Comparison, epsilon_sweep, utility_summary
+from relviz.comparison import Comparison, utility_summary
 from relviz.database import Database
-from relviz.plan import Plan
 from relviz.plots import CURATOR_VIEW, REAL_COLOR, SYNTHETIC_COLOR
-from relviz.synthesizer import RelationalSynthesizer
-
-
-@pytest.fixture(scope="module")
-def pair() -> tuple[Database, Database]:
-    from tests.conftest import tiny_frames, tiny_schema
-
-    real = Database(tiny_schema(), tiny_frames(n_h=80))
-    plan = Plan.default(real.schema, 2.0, 1e-6, mechanism="independent")
-    return real, RelationalSynthesizer(plan, random_state=0).fit(real).sample()
 
 
 def _subtitle(fig: go.Figure) -> str:
     return fig.layout.title.subtitle.text
 
 
-def test_selections_and_degrees_are_cached(pair: tuple[Database, Database]) -> None:
-    real, fake = pair
+def test_selections_and_degrees_are_cached(tiny_pair: tuple[Database, Database]) -> None:
+    real, fake = tiny_pair
     c = Comparison(real, fake)
     assert c.foreign_keys == ("households.region->regions", "persons.hid->households")
     keys = [s.key for s in c.selections()]
@@ -58,8 +48,8 @@ def test_selections_and_degrees_are_cached(pair: tuple[Database, Database]) -> N
     assert 0 <= d1.score <= 1
 
 
-def test_associations_for_a_table_and_a_join(pair: tuple[Database, Database]) -> None:
-    real, fake = pair
+def test_associations_for_a_table_and_a_join(tiny_pair: tuple[Database, Database]) -> None:
+    real, fake = tiny_pair
     c = Comparison(real, fake)
     a = c.associations(table="persons")
     assert list(a.real.index) == ["sex", "age"]
@@ -74,8 +64,8 @@ def test_associations_for_a_table_and_a_join(pair: tuple[Database, Database]) ->
     assert ("associations", "join:persons.hid->households") in c.cache_info()["keys"]
 
 
-def test_embedding_cached_per_selection_and_n_colour_independent(pair: tuple[Database, Database]) -> None:
-    real, fake = pair
+def test_embedding_cached_per_selection_and_n_colour_independent(tiny_pair: tuple[Database, Database]) -> None:
+    real, fake = tiny_pair
     c = Comparison(real, fake)
     seen: list[tuple[float, str]] = []
     fig = c.embedding_figure(table="persons", n=60, progress=lambda f, m: seen.append((f, m)))
@@ -94,8 +84,8 @@ def test_embedding_cached_per_selection_and_n_colour_independent(pair: tuple[Dat
     assert e.n_real == 40 and "households" in " ".join(e.attributes)
 
 
-def test_one_computation_per_key_across_threads(pair: tuple[Database, Database]) -> None:
-    real, fake = pair
+def test_one_computation_per_key_across_threads(tiny_pair: tuple[Database, Database]) -> None:
+    real, fake = tiny_pair
     c = Comparison(real, fake)
     calls = []
     gate = threading.Event()
@@ -116,8 +106,8 @@ def test_one_computation_per_key_across_threads(pair: tuple[Database, Database])
     assert c.misses == 1 and c.hits == 2
 
 
-def test_marginals_and_scores(pair: tuple[Database, Database]) -> None:
-    real, fake = pair
+def test_marginals_and_scores(tiny_pair: tuple[Database, Database]) -> None:
+    real, fake = tiny_pair
     c = Comparison(real, fake)
     f = c.frequencies("households", "tenure")
     assert set(f["Source"]) == {"Real", "Synthetic"}
@@ -138,107 +128,10 @@ def test_marginals_and_scores(pair: tuple[Database, Database]) -> None:
     assert "hits" in repr(c)
 
 
-def test_utility_summary_and_epsilon_sweep(pair: tuple[Database, Database]) -> None:
-    real, fake = pair
+def test_utility_summary(tiny_pair: tuple[Database, Database]) -> None:
+    real, fake = tiny_pair
     u = utility_summary(real, fake)
     assert set(u["degree_similarity"]) == {"households.region->regions", "persons.hid->households"}
     assert all(0 <= v <= 1 for v in u["degree_similarity"].values())
     assert u["cross_table_error"] and all(0 <= v <= 2 for v in u["cross_table_error"].values())
     assert 0 <= u["mean_two_way_tvd"] <= 1 and not math.isnan(u["mean_cross_table_error"])
-    plan = Plan.default(real.schema, 1.0, 1e-6, mechanism="independent")
-    steps: list[float] = []
-    sweep = epsilon_sweep(real, [4.0, 0.5], plan=plan, progress=lambda f, m: steps.append(f))
-    assert sweep.epsilons == (0.5, 4.0)
-    assert steps[-1] == 1.0 and steps == sorted(steps)
-    frame = sweep.frame()
-    assert set(frame["Metric"]) == {"Degree similarity", "3-way error", "Mean 2-way TVD"}
-    assert set(frame["Epsilon"]) == {0.5, 4.0}
-    t = sweep.timings()
-    assert list(t["Epsilon"]) == [0.5, 4.0] and (t["total"] > 0).all()
-    assert sweep.rho[4.0] > sweep.rho[0.5]
-
-
-# -- the panel over Comparison, driven from Python (no browser) -----------------------------------
-
-def _until(pred, timeout: float = 60.0) -> bool:  # noqa: ANN001
-    import time
-
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return pred()
-
-
-def _traces(out) -> list[dict]:  # noqa: ANN001
-    return out.outputs[0]["data"]["application/vnd.plotly.v1+json"]["data"] if out.outputs else []
-
-
-def test_compare_panel_tabs_render_lazily_and_reuse_the_cache(pair: tuple[Database, Database]) -> None:
-    pytest.importorskip("ipywidgets")
-    from relviz.ui import ComparePanel
-
-    real, fake = pair
-    empty = ComparePanel()
-    assert empty.comparison is None and "no synthetic database yet" in empty._banner.value
-    p = ComparePanel(real, fake, tsne_n=40)
-    c = p.comparison
-    assert isinstance(c, Comparison)
-    # the visible tab (Degrees) renders at once; the others wait until shown
-    assert _until(lambda: len(_traces(p._deg_fig)) == 2)
-    assert "data-score=" in p._deg_info.value and not p._ts_fig.outputs
-    assert p._deg_fk.options[0][1] == "households.region->regions"
-    p._deg_kind.value = "ccdf"
-    assert _until(lambda: _traces(p._deg_fig) and _traces(p._deg_fig)[0]["type"] == "scatter")
-    # t-SNE: progress while computing, then the map; re-colouring hits the cache
-    p.select("t-SNE")
-    assert _until(lambda: "Compute map" in p._status["t-SNE"].value)  # heavy: waits for the button
-    assert not p._ts_fig.outputs
-    p._ts_compute.click()
-    assert _until(lambda: len(_traces(p._ts_fig)) == 2)
-    assert "40 real + 40 synthetic rows" in p._ts_info.value and "data-cached='false'" in p._ts_info.value
-    key = ("embedding", "table:households", 40)
-    assert key in c.cache_info()["keys"]
-    misses = c.misses
-    p._ts_color.value = "tenure"
-    assert _until(lambda: "data-cached='true'" in p._ts_info.value)
-    assert c.misses == misses
-    p._ts_n.value = 30  # another sample size: computed (and cached) once more, on request
-    assert _until(lambda: "Compute map" in p._status["t-SNE"].value)
-    p._ts_compute.click()
-    assert _until(lambda: "data-n='30'" in p._ts_info.value)
-    assert c.misses == misses + 1
-    # the other tabs
-    p.select("Correlations")
-    assert _until(lambda: len(_traces(p._cor_fig)) == 3)
-    assert "mean |synthetic − real|" in p._cor_info.value
-    p.select("Marginals")
-    assert _until(lambda: len(_traces(p._mar_fig)) == 2)
-    p._mar_table.value = "persons"
-    assert list(p._mar_attr.options) == [("sex", "sex"), ("age", "age")]
-    p.select("Scores")
-    assert _until(lambda: bool(p._sc_fig.outputs) and "Quality score" in p._sc_info.value)
-    assert "relviz-cp-fks" in p._sc_info.value
-    # every page says what it is
-    for page in p.tabs.children:
-        assert CURATOR_VIEW in page.children[0].value
-    # new data: the cache is dropped, the visible tab redraws
-    p.set_data(real, fake)
-    assert p.comparison is not c
-    assert _until(lambda: bool(p._sc_fig.outputs))
-
-
-def test_compare_panel_shows_errors_in_the_tab(pair: tuple[Database, Database]) -> None:
-    pytest.importorskip("ipywidgets")
-    from relviz.ui import ComparePanel
-
-    real, fake = pair
-    p = ComparePanel(real, fake, tsne_n=40)
-    assert _until(lambda: bool(p._deg_fig.outputs))
-
-    def boom(*a, **k):  # noqa: ANN002, ANN003, ANN202
-        raise RuntimeError("evaluation exploded")
-    p.comparison.degree_figure = boom  # type: ignore[method-assign]
-    p._deg_log.value = True
-    assert _until(lambda: "evaluation exploded" in p._status["Degrees"].value)

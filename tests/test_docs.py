@@ -14,24 +14,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "relviz"
 
 #: Citations of files that a user who installs relviz does not have.
 OUTSIDE = re.compile(r"\bspec/|\bshared/|DESIGN\.md|\bUX\.md|\bspec §|\bspec relational")
 
-#: Files being edited by others while their citations are replaced (issue 12, item 6); the check
-#: on them is an expected failure until they are clean. Remove a file from here once it passes.
-PENDING = {
-    "relviz/datasets/__init__.py",
-    "relviz/evaluate/__init__.py",
-    "relviz/datasets/tpch.py",
-    "relviz/datasets/census.py",
-    "relviz/evaluate/tpch_queries.py",
-    "relviz/evaluate/census_queries.py",
-}
+#: Files exempt from the citation check (none: every module cites papers or docs/ pages).
+PENDING: set[str] = set()
 
 DOC_PATH = re.compile(r"docs/[\w./-]+?\.md")
 #: A docs path followed by section numbers: "docs/x.md §3.4", "docs/x.md §1–§5", "docs/x.md §2, §7.1".
@@ -69,14 +59,6 @@ def test_no_citation_of_files_outside_the_repository() -> None:
     hits = _outside_citations(files)
     assert not hits, ("cite the paper (authors, title, §) or a docs/ page instead of:\n"
                       + "\n".join(hits))
-
-
-@pytest.mark.xfail(strict=False, reason="files still being edited by others (issue 12, item 6); "
-                                        "the failure message lists their citations")
-def test_pending_files_cite_no_file_outside_the_repository() -> None:
-    files = [ROOT / f for f in sorted(PENDING) if (ROOT / f).exists()]
-    hits = _outside_citations(files)
-    assert not hits, "\n".join(hits)
 
 
 def test_cited_docs_pages_and_sections_exist() -> None:

@@ -1,16 +1,22 @@
-"""Plans: exact shares, locks, rebalance, conversion choice, validation."""
+"""Plans: exact shares, locks, rebalance, conversion choice, validation, what the shares buy."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from fractions import Fraction
 
+import numpy as np
+import pandas as pd
 import pytest
 
+from relviz.database import Database
 from relviz.errors import PlanError
-from relviz.plan import Plan
+from relviz.plan import MEAN_ABS_NORMAL, Plan
 from relviz.privacy.accountant import gdp_mu, zcdp_rho
-from relviz.schema import Attribute
-from tests.conftest import tiny_schema
+from relviz.privacy.measure import CURATOR_VIEW
+from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
+from tests.conftest import tiny_frames, tiny_schema
 
 
 def test_default_split_and_exact_sum() -> None:
@@ -84,9 +90,89 @@ def test_gdp_with_non_gaussian_method_is_a_plan_problem(tiny_db) -> None:
     with pytest.raises(PlanError):
         mst.validate(s)
     synth = RelationalSynthesizer(mst, random_state=0)
-    with pytest.raises(Exception, match="bad_conversion") as e:  # refused before anything is read
+    with pytest.raises(PlanError, match="bad_conversion") as e:  # refused before anything is read
         synth.fit(tiny_db)
     assert "gdp" in str(e.value) and not hasattr(synth, "accountant_")
     gauss = Plan.default(s, 1.0, 1e-6, mechanism="independent", conversion="gdp")
     assert not [q for q in gauss.problems(s) if q.kind == "bad_conversion"]
-    assert not [q for q in mst.with_conversion("zcdp").problems(s) if q.kind == "bad_conversion"]
+    assert not [q for q in replace(mst, conversion="zcdp").problems(s) if q.kind == "bad_conversion"]
+
+
+# -- what the shares buy: noise_scales and Plan.noise_preview ------------------------------------
+
+def _tiny_ready() -> Database:
+    rng = np.random.default_rng(3)
+    people = pd.DataFrame({"pid": np.arange(60), "a": rng.integers(0, 3, 60), "b": rng.integers(0, 2, 60),
+                           "c": rng.integers(0, 4, 60)})
+    orders = pd.DataFrame({"oid": np.arange(150), "pid": rng.integers(0, 60, 150),
+                           "x": rng.integers(0, 3, 150)})
+    s = Schema((Table("people", ("pid",), (Attribute.categorical("a", [0, 1, 2]),
+                                          Attribute.categorical("b", [0, 1]),
+                                          Attribute.categorical("c", [0, 1, 2, 3]))),
+                Table("orders", ("oid",), (Attribute.categorical("x", [0, 1, 2]),))),
+               (ForeignKey("orders", "pid", "people"),),
+               PrivacyUnit(entity="people", caps={"orders.pid->people": 6}))
+    return Database(s, {"people": people, "orders": orders})
+
+
+@pytest.mark.parametrize("mechanism", ["mst", "independent"])
+def test_noise_scales_match_the_ledger(mechanism: str) -> None:
+    from relviz import RelationalSynthesizer
+    from relviz.privacy.sensitivity import multipliers
+    from relviz.relational import get as get_linker
+    from relviz.single import get as get_mechanism
+
+    db = _tiny_ready()
+    plan = Plan.default(db.schema, 1.0, 1e-6, mechanism=mechanism)
+    if mechanism == "mst":
+        plan = plan.with_params("people", iters=100).with_params("orders", iters=100)
+    synth = RelationalSynthesizer(plan, random_state=0).fit(db)
+    mult = multipliers(db.schema)
+    ledger = [e for e in synth.accountant_.ledger if getattr(e, "sigma", None)]
+    for t in ("people", "orders"):
+        scales = get_mechanism(mechanism).noise_scales(
+            db.schema.table(t), plan.rho_of(t), histogram_sensitivity=mult.table_histogram(t),
+            score_sensitivity=mult.table_score(t))
+        recorded = [e.sigma for e in ledger if e.component == t]
+        assert list(scales.values()) == recorded, (t, scales, recorded)
+    fk = db.schema.foreign_key("orders.pid->people")
+    scales = get_linker("degree").noise_scales(db.schema, fk, plan.rho_of(fk.name), multipliers=mult)
+    assert list(scales.values()) == [e.sigma for e in ledger if e.component == fk.name]
+
+
+def test_noise_preview_of_the_tiny_database() -> None:
+    """σ from each method's noise_scales; the error relative to the public or read row counts."""
+    from relviz.privacy.mechanisms import gaussian_sigma
+    from relviz.privacy.sensitivity import multipliers
+
+    s = tiny_schema()
+    db = Database(s, tiny_frames())
+    plan = Plan.default(s, 1.0, 1e-6, mechanism="independent")
+    mult = multipliers(s)
+    rows = {r.name: r for r in plan.noise_preview(s, db)}
+    assert list(rows) == [c.name for c in plan.components]
+    persons = rows["persons"]
+    rho = plan.rho_of("persons")
+    assert persons.rho == rho and persons.share == plan.component("persons").share
+    assert persons.sigma == gaussian_sigma(mult.table_histogram("persons") * math.sqrt(2), rho)
+    n = len(db["persons"])
+    assert persons.n == n and f"{n:,} rows of persons" in persons.n_label and CURATOR_VIEW in persons.n_label
+    assert persons.error == pytest.approx(persons.sigma * MEAN_ABS_NORMAL)
+    assert persons.relative_error == pytest.approx(persons.error / n)
+    hid = rows["persons.hid->households"]  # a private parent: the degree histogram's parents
+    assert hid.sigma is not None and hid.n == len(db["households"]) and "parents" in hid.n_label
+    region = rows["households.region->regions"]  # a public parent: children per parent
+    assert region.n == pytest.approx(len(db["households"]) / len(db["regions"]))
+    # public counts are not labelled as read from the data; without sizes there is no error
+    public = {r.name: r for r in plan.noise_preview(s, row_counts={"persons": 10})}
+    assert public["persons"].n == 10 and CURATOR_VIEW not in public["persons"].n_label
+    assert public["households"].n is None and public["households"].relative_error is None
+    assert public["households"].sigma == rows["households"].sigma
+    # bi-adjacency knows no σ before the run: a note instead
+    bi = plan.with_method("persons.hid->households", "biadjacency")
+    note = {r.name: r for r in bi.noise_preview(s)}["persons.hid->households"]
+    assert note.sigmas == {} and note.sigma is None and "does not report its noise scale" in note.note
+    # at a tiny ε the shares are flagged
+    small = {r.name: r for r in plan.with_budget(epsilon=0.01).noise_preview(s, db)}
+    assert "share too small" in small["persons"].warning
+

@@ -1,4 +1,5 @@
-"""Run: background fit + sample, progress, live ledger, cancel, failure, restart (no browser)."""
+"""Run: background fit + sample, progress, live ledger, cancel, failure, restart (no browser; the
+widgets over it are tested in tests/ui/test_run_panel.py and tests/ui/test_studio.py)."""
 
 from __future__ import annotations
 
@@ -159,108 +160,6 @@ def test_default_plan_and_component_labels(tiny_db: Database) -> None:
     labels = {c.name: c.label for c in snap.components}
     assert labels["persons.hid->households"] == tiny_db.schema.foreign_key("persons.hid->households").label()
     assert sum(c.planned for c in snap.components) == snap.rho_total
-
-
-# -- the widgets over Run, driven from Python (no browser) -----------------------------------------
-
-def _until(pred, timeout: float = 30.0) -> bool:  # noqa: ANN001
-    import time
-
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return pred()
-
-
-def test_run_panel_launch_progress_ledger_and_cancel(tiny_db: Database) -> None:
-    pytest.importorskip("ipywidgets")
-    from relviz.ui import RunPanel
-
-    plan = _plan(tiny_db)
-    panel = RunPanel(tiny_db, plan, random_state=0, min_interval=0.0)
-    assert panel.status == "idle" and not panel._launch.disabled and panel._cancel.disabled
-    assert panel._progress.value.count("relviz-rp-track") == len(plan.components)
-    assert panel.launch()
-    assert panel.run.wait(60) and _until(lambda: panel.status == "done")
-    assert panel.run.ledger.spent() == Fraction(plan.rho_total)
-    assert "data-status='done'" in panel._status.value
-    assert "exactly the plan" in panel._ledger.value
-    assert panel._progress.value.count("data-fraction='1.0000'") == len(plan.components)
-    assert "Done in" in panel._result.value and "noisy releases" in panel._result.value
-    assert panel._launch.description == "Launch again"
-
-    # cancel through the panel while the second table is being fitted, then launch again
-    def cancel_in_persons(r: Run) -> None:
-        s = r.snapshot()
-        if s.status == "running" and next(c for c in s.components if c.name == "persons").stage == "fit":
-            panel.cancel()
-    off = panel.run.observe(cancel_in_persons)
-    panel.launch()
-    assert panel.run.wait(60) and _until(lambda: panel.status == "cancelled")
-    assert "relviz-rp-cancelled" in panel._message.value
-    assert "what the cancelled attempt spent" in panel._ledger.value
-    off()
-    assert panel.launch() and panel.run.wait(60) and _until(lambda: panel.status == "done")
-    assert "#2 cancelled" in panel._result.value
-
-    # a plan change while idle applies at once; the rows follow it
-    plan2 = Plan.default(tiny_db.schema, 2.0, 1e-6, mechanism="independent")
-    assert panel.set_inputs(plan=plan2) == "applied" and panel.run.plan is plan2
-    assert "ε = 2" in panel._title.value
-
-
-def test_run_panel_shows_failures(tiny_db: Database) -> None:
-    pytest.importorskip("ipywidgets")
-    from relviz.ui import RunPanel
-
-    f = tiny_frames()
-    f["persons"].loc[0, "hid"] = 12345
-    panel = RunPanel(Database(tiny_db.schema, f, validate=False), _plan(tiny_db), min_interval=0.0)
-    panel.launch()
-    assert panel.run.wait(60) and _until(lambda: panel.status == "failed")
-    assert "DataError" in panel._message.value and "orphan" in panel._message.value
-    assert not panel._launch.disabled  # usable: fix the data and launch again
-    panel.set_inputs(db=tiny_db)
-    assert panel.launch() and panel.run.wait(60) and _until(lambda: panel.status == "done")
-
-
-def test_studio_edits_flow_forward_and_compare_fills_after_a_run(tiny_db: Database) -> None:
-    pytest.importorskip("ipywidgets")
-    import relviz
-
-    studio = relviz.Studio(tiny_db, plan=_plan(tiny_db), random_state=0, tsne_n=40, propose=False)
-    fk = "persons.hid->households"
-    assert studio.run.plan == studio.plan and studio.comparison is None
-    # schema → budget → run: delete an FK, the budget drops its row and the run follows
-    assert studio.editor.remove_foreign_key(fk).ok
-    assert fk not in {c.name for c in studio.plan.components}
-    assert studio.run.plan == studio.plan
-    assert sum(c.share for c in studio.plan.components) == 1
-    assert studio.editor.add_foreign_key("persons", ["hid"], "households").ok
-    assert studio.editor.set_cap(fk, 4).ok
-    assert fk in {c.name for c in studio.plan.components}
-    # an invalid edit (a cycle) is refused with its reason, and nothing flows
-    before, flows = studio.plan, len(studio.history)
-    refused = studio.editor.add_foreign_key("households", ["hid"], "persons")
-    assert not refused.ok and "cycle" in refused.message
-    assert studio.plan is before and len(studio.history) == flows
-    assert studio.budget.set_share("households", "1/2").ok
-    assert studio.run.plan.component("households").share == Fraction(1, 2)
-    assert studio.run.plan.total_share() == 1
-    # run → compare: the Run tab is showing, so the Studio switches to Compare and fills it
-    studio.select("run")
-    assert studio.run_panel.launch()
-    assert studio.run.wait(60) and _until(lambda: studio.comparison is not None)
-    assert studio.tabs.selected_index == 3
-    assert studio.comparison.synthetic is studio.run.result
-    assert _until(lambda: len(studio.compare._deg_fig.outputs) == 1)
-    data = studio.compare._deg_fig.outputs[0]["data"]["application/vnd.plotly.v1+json"]
-    assert {t["name"] for t in data["data"]} == {"Real", "Synthetic"}
-    assert "curator view (not private)" in studio.compare._banner.value
-    steps = [what for _, what in studio.history]
-    assert steps[-1] == "run → compare" and any(s.startswith("schema edit") for s in steps)
 
 
 def test_import_relviz_does_not_import_widgets_until_studio_is_used() -> None:

@@ -115,3 +115,37 @@ def test_infer_schema_proposes_keys_and_fks() -> None:
                                           "persons": ("pid",)})
     p = [p for p in props if p.fk.child == "persons" and p.fk.parent == "households"][0]
     assert p.containment == 1.0 and p.name_match and p.orphans == 0
+
+
+def test_foreign_key_problems_say_why_an_fk_may_not_join() -> None:
+    s = tiny_schema()
+    ok = ForeignKey("persons", ("region",), "regions")
+    assert s.foreign_key_problems(ok) == []
+    kinds = {p.kind for p in s.foreign_key_problems(ForeignKey("persons", ("x",), "nowhere"))}
+    assert kinds == {"unknown_table"}
+    bad_key = ForeignKey("persons", ("a", "b"), "households")
+    assert [p.kind for p in s.foreign_key_problems(bad_key)] == ["bad_foreign_key"]
+    twice = ForeignKey("households", ("hid",), "persons", ("pid",))
+    assert [p.kind for p in s.foreign_key_problems(twice)] == ["cycle"]
+    dup = s.foreign_key_problems(ForeignKey("persons", ("hid",), "households"))
+    assert [p.kind for p in dup] == ["duplicate_foreign_key"] and "already exists" in dup[0].message
+    taken = s.foreign_key_problems(ForeignKey("persons", ("region",), "regions", name="persons.hid->households"))
+    assert [p.kind for p in taken] == ["duplicate_foreign_key"] and "taken" in taken[0].message
+    # regions → households → persons: persons → regions is fine, regions → persons closes a cycle
+    back = s.foreign_key_problems(ForeignKey("regions", ("region",), "persons", ("pid",)))
+    assert back[0].kind == "cycle" and "regions → persons → households → regions" in back[0].message
+    # replacing an FK leaves it out of the checks (re-pointing it is no duplicate)
+    assert s.foreign_key_problems(ForeignKey("persons", ("hid",), "households"),
+                                  replacing="persons.hid->households") == []
+    assert s.foreign_key_problems(ForeignKey("persons", ("pid",), "persons")) == []  # a self-reference
+
+
+def test_with_foreign_key_in_place_moves_the_cap_and_its_source() -> None:
+    s = tiny_schema(entity=None).with_cap("persons.hid->households", 3, source={"how": "curator view"})
+    new = ForeignKey("persons", ("hid",), "households", name="lives_in")
+    r = s.with_foreign_key(new, replacing="persons.hid->households")
+    assert [fk.name for fk in r.foreign_keys] == ["households.region->regions", "lives_in"]
+    assert r.privacy_unit.caps == {"lives_in": 3}
+    assert r.privacy_unit.cap_sources == {"lives_in": {"how": "curator view"}}
+    added = s.with_foreign_key(ForeignKey("persons", ("region",), "regions"))
+    assert added.foreign_keys[-1].name == "persons.region->regions" and added.privacy_unit == s.privacy_unit

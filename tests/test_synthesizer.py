@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from relviz.database import Database
-from relviz.errors import CancelledError, DataError
+from relviz.errors import CancelledError, DataError, NotFittedError, PlanError, RelvizError
 from relviz.plan import Plan
 from relviz.synthesizer import RelationalSynthesizer
 from tests.conftest import tiny_frames
@@ -141,3 +141,26 @@ def test_run_shows_the_inferred_refusal_and_passes_allow_inferred() -> None:
     run = Run(db, _plan(db), random_state=0, allow_inferred=True).start()
     assert run.wait(120) and run.status == "done", run.error
     assert any(n.startswith("NOT DIFFERENTIALLY PRIVATE") for n in run.ledger.notes)
+
+
+def test_plan_problems_are_plan_errors(tiny_db: Database) -> None:
+    """Valid data with an inconsistent plan: a PlanError (not "the database does not satisfy its
+    schema"), before anything is read; with data problems too, one DataError lists both."""
+    bad_plan = _plan(tiny_db).with_method("persons", "no-such-mechanism")
+    s = RelationalSynthesizer(bad_plan)
+    with pytest.raises(PlanError) as e:
+        s.fit(tiny_db)
+    assert e.value.kinds() == {"unknown_mechanism"} and not hasattr(s, "accountant_")
+    f = tiny_frames()
+    f["persons"].loc[0, "hid"] = 12345
+    with pytest.raises(DataError) as e:
+        s.fit(Database(tiny_db.schema, f, validate=False))
+    assert {"orphan", "unknown_mechanism"} <= e.value.kinds()
+
+
+def test_sample_before_fit_is_not_fitted(tiny_db: Database) -> None:
+    s = RelationalSynthesizer(_plan(tiny_db))
+    for kind in (NotFittedError, ValueError, AttributeError, RelvizError):
+        with pytest.raises(kind, match="fit"):
+            s.sample()
+

@@ -5,7 +5,7 @@ differential-privacy guarantee and are for the data curator only (label them "cu
 private)" wherever they are shown; ``relviz.plots`` does). The guarantee is the ledger's (ε, δ) and
 the privacy unit.
 
-Every score is defined once, in ``shared/spec/evaluation.md``, with SDMetrics' definitions where
+Every score is defined once, in docs/evaluation.md, with SDMetrics' definitions where
 SDMetrics has the score:
 
 * :mod:`.marginals` — Column Shapes (KSComplement, TVComplement), Column Pair Trends

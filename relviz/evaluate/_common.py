@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ from scipy.stats.contingency import association
 
 from relviz.database import Database
 from relviz.encoding import EncodedTable, encode_table
+from relviz.progress import Progress
 from relviz.schema import Attribute, ForeignKey, Schema
 
 __all__: list[str] = []  # private module
@@ -34,8 +35,6 @@ CORRELATION_THRESHOLD = 0.5  # sdmetrics/reports/utils.py DEFAULT_REAL_CORRELATI
 ASSOCIATION_THRESHOLD = 0.3  # sdmetrics/reports/utils.py DEFAULT_REAL_ASSOCIATION_THRESHOLD (0.32)
 NUM_DISCRETE_BINS = 10  # SDMetrics' num_discrete_bins
 MAX_DECIMALS = 14  # sdmetrics KSComplement rounds to sys.float_info.dig - 1 decimals
-
-Progress = Callable[[float, str], None]
 
 _CODES: weakref.WeakKeyDictionary[Database, dict[str, EncodedTable]] = weakref.WeakKeyDictionary()
 _PARENTS: weakref.WeakKeyDictionary[Database, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()

@@ -4,7 +4,8 @@ For every cross-table k-way workload ``w = (S1, S2)`` (**all** workloads, in the
 docs/methods/biadjacency.md §2.1), ``err_w = Σ_c |P_w(syn)(c) − P_w(real)(c)|`` (L1 = 2·TV) with each
 side's marginal normalised by its own edge count; the relation's error is the average and the maximum
 over workloads (also as percentages, the unit of the papers' plots). The computation is
-:func:`relviz.relational.biadjacency.workloads.cross_marginal_error`; this module only feeds it:
+:func:`relviz.marginals.cross_marginal_error` (shared with the relational methods); this module
+only feeds it:
 
 * for an FK ``child → parent`` table 1 is the child and table 2 the parent (the orientation of
   the one-to-many solver, docs/methods/biadjacency.md §1.3), edges ``(i, parent_index[i])`` over the
@@ -33,7 +34,9 @@ import numpy as np
 import pandas as pd
 
 from relviz.database import Database
-from relviz.evaluate._common import Progress, as_fk, codes, parent_index, report_progress
+from relviz.evaluate._common import as_fk, codes, parent_index, report_progress
+from relviz.marginals import cross_marginal_error
+from relviz.progress import Progress
 from relviz.schema import ForeignKey
 
 __all__ = [
@@ -145,8 +148,6 @@ def cross_table_error_codes(
     Raises:
         ValueError: on codes outside their domains or mismatched edge arrays.
     """
-    from relviz.relational.biadjacency.workloads import cross_marginal_error
-
     t0 = time.perf_counter()
     e1r, e2r = (np.asarray(e, dtype=np.int64).reshape(-1) for e in real_edges)
     e1s, e2s = (np.asarray(e, dtype=np.int64).reshape(-1) for e in syn_edges)

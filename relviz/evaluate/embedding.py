@@ -31,12 +31,12 @@ from relviz.database import Database
 from relviz.evaluate._common import (
     REAL,
     SYNTHETIC,
-    Progress,
     as_fk,
     join_rows,
     numeric_values,
     report_progress,
 )
+from relviz.progress import Progress
 from relviz.schema import ForeignKey
 
 __all__ = ["Embedding", "detection_score", "embed", "encode_rows", "rows_to_embed"]

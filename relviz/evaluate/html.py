@@ -20,10 +20,11 @@ from typing import Any
 import pandas as pd
 
 from relviz.database import Database
-from relviz.evaluate._common import Progress, report_progress
+from relviz.evaluate._common import report_progress
 from relviz.evaluate.correlation import associations
 from relviz.evaluate.marginals import frequencies
 from relviz.evaluate.report import RelationalReport
+from relviz.progress import Progress
 
 __all__ = ["render_report", "write_report"]
 

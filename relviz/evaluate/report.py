@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from relviz.database import Database
-from relviz.evaluate._common import Progress, PropertyResult, nanmean, report_progress
+from relviz.evaluate._common import PropertyResult, nanmean, report_progress
 from relviz.evaluate.correlation import associations, intertable_trends
 from relviz.evaluate.crosstable import CrossTableError, cross_table_errors, link_table_error
 from relviz.evaluate.degree import DegreeComparison, cardinality, compare_degrees, degree_stats
@@ -36,6 +36,7 @@ from relviz.evaluate.marginals import (
     tvd_two_way,
 )
 from relviz.evaluate.validity import ValidityReport, validity
+from relviz.progress import Progress
 
 if TYPE_CHECKING:  # pragma: no cover
     import plotly.graph_objects as go

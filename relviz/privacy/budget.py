@@ -2,11 +2,14 @@
 
 A :class:`Budget` binds the accountant, the component's name and planned ρ, and a random
 generator; mechanisms split ``budget.rho`` exactly (``Fraction`` arithmetic) among their steps
-and release through :meth:`Budget.gaussian` / :meth:`Budget.exponential`.
+and release through :meth:`Budget.gaussian` / :meth:`Budget.exponential`. :func:`to_fraction`
+turns a share typed by a user (a plan's shares, a method's ``init_share``) into that exact
+fraction.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -15,7 +18,18 @@ import numpy as np
 from relviz.privacy.accountant import Accountant
 from relviz.privacy.mechanisms import exponential_mechanism, gaussian_mechanism
 
-__all__ = ["Budget"]
+__all__ = ["Budget", "to_fraction"]
+
+
+def to_fraction(x: float | int | str | Fraction) -> Fraction:
+    """An exact fraction from user input (``0.3`` → 3/10, not the binary float)."""
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise ValueError("a share must be finite")
+        return Fraction(repr(x)).limit_denominator(10**12)
+    return Fraction(x)
 
 
 @dataclass

@@ -10,7 +10,8 @@ GROUP BY counts, so they could be pushed down to DuckDB for data larger than mem
 
 Reading is not releasing: every exact count returned here must only reach the outside world
 through an accounted mechanism (``relviz.privacy.mechanisms``). Tests check that sampling reads
-nothing and that every read happens inside ``fit``.
+nothing and that every read happens inside ``fit``. A number shown to the curator that was read
+here or from the real data without noise carries the label :data:`CURATOR_VIEW`.
 """
 
 from __future__ import annotations
@@ -25,10 +26,15 @@ import pandas as pd
 
 from relviz.database import Database, drop_rows
 from relviz.encoding import EncodedTable, encode_table
+from relviz.marginals import Workload, all_marginals
 from relviz.schema import ForeignKey
 
 __all__ = ["Read", "ReadLog", "PrivateTable", "PrivateForeignKey", "PrivateLink", "Curator",
-           "CapReport", "enforce_caps", "keyed_row_hash"]
+           "CapReport", "enforce_caps", "keyed_row_hash", "CURATOR_VIEW"]
+
+CURATOR_VIEW = "curator view (not private)"
+"""Label of every number read from private data that is not a noisy release: degree views, row
+counts, comparisons and their figures (docs/privacy.md, docs/evaluation.md)."""
 
 
 @dataclass(frozen=True)
@@ -186,19 +192,18 @@ class PrivateForeignKey:
         self._log.add(self.fk.name, "count(non-null links)", len(self._idx))
         return int((self._idx >= 0).sum())
 
-    def workload_marginals(self, workloads: Sequence, *, normalise: bool = True) -> list[np.ndarray]:
+    def workload_marginals(self, workloads: Sequence[Workload], *, normalise: bool = True
+                           ) -> list[np.ndarray]:
         """Exact cross-table marginals (child attributes × parent attributes) of ``workloads`` over
         the non-null links, normalised by the link count (docs/methods/biadjacency.md §2.4).
 
         Args:
-            workloads: ``relviz.relational.biadjacency.workloads.Workload`` objects (S1 indexes
+            workloads: :class:`~relviz.marginals.Workload` objects (S1 indexes
                 child attributes, S2 parent attributes).
 
         Returns:
             One ``(C1·C2,)`` float64 array per workload, C order.
         """
-        from relviz.relational.biadjacency.workloads import all_marginals
-
         if self._parent is None:
             raise ValueError(f"{self.fk.name}: parent codes are not available")
         self._log.add(self.fk.name, f"cross-table marginals ({len(workloads)} workloads)", len(self._idx))
@@ -241,11 +246,10 @@ class PrivateLink:
         self._log.add(self.name, "count(distinct pairs)", len(self._e1))
         return len(self._e1)
 
-    def workload_marginals(self, workloads: Sequence, *, normalise: bool = True) -> list[np.ndarray]:
+    def workload_marginals(self, workloads: Sequence[Workload], *, normalise: bool = True
+                           ) -> list[np.ndarray]:
         """Exact cross-table marginals of ``workloads`` over the distinct pairs, normalised by
         their number."""
-        from relviz.relational.biadjacency.workloads import all_marginals
-
         self._log.add(self.name, f"cross-table marginals ({len(workloads)} workloads)", len(self._e1))
         m = max(len(self._e1), 1)
         return all_marginals(self._enc1.codes, self._enc2.codes, self._e1, self._e2, list(workloads),

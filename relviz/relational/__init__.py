@@ -15,11 +15,20 @@ Methods that need the synthetic tables while fitting (bi-adjacency adapts its pr
 to the current synthetic relation) set ``needs_synthetic_tables = True``; the synthesizer then
 passes ``synthetic(table) -> EncodedTable``, the codes of the synthetic table that ``sample()``
 will return.
+
+Every method's ``noise_scales`` says, before any data are read, the σ of the Gaussian releases a
+fit would make (the budget panel's preview, ``Plan.noise_preview``); it is empty when no σ is
+known before the run.
+
+Methods register themselves in :mod:`relviz.relational.registry`; the lookups here import the
+built-in ones first. This package is the one module outside ``relviz.relational.biadjacency``
+that imports it (``tests/test_imports.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -30,7 +39,7 @@ from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateForeignKey, PrivateLink
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
-from relviz.registry import Registry
+from relviz.relational.registry import LINKERS, RELATIONS, register, register_relation
 from relviz.schema import ForeignKey, Schema
 
 __all__ = ["Linker", "FittedLink", "RelationMethod", "FittedRelation", "get", "get_class",
@@ -59,6 +68,12 @@ class Linker(Protocol):
     def problems(self, schema: Schema, fk: ForeignKey) -> list[Problem]:
         ...
 
+    def noise_scales(self, schema: Schema, fk: ForeignKey, rho: Fraction | float, *,
+                     multipliers: Multipliers) -> dict[str, float]:
+        """``{release label: σ}`` of the Gaussian releases ``fit`` would make for ``fk`` with
+        budget ``rho`` (public: reads no data)."""
+        ...
+
     def fit(self, rel: PrivateForeignKey, budget: Budget, *, schema: Schema,
             multipliers: Multipliers, progress: Reporter,
             synthetic: Callable[[str], EncodedTable] | None = None) -> FittedLink:
@@ -85,6 +100,12 @@ class RelationMethod(Protocol):
     def problems(self, schema: Schema, fk1: ForeignKey, fk2: ForeignKey) -> list[Problem]:
         ...
 
+    def noise_scales(self, schema: Schema, fk1: ForeignKey, fk2: ForeignKey, rho: Fraction | float, *,
+                     multipliers: Multipliers) -> dict[str, float]:
+        """``{release label: σ}`` of the Gaussian releases ``fit`` would make for the relation
+        with budget ``rho`` (public: reads no data)."""
+        ...
+
     def fit(self, link: PrivateLink, budget: Budget, *, schema: Schema, multipliers: Multipliers,
             progress: Reporter, synthetic: Callable[[str], EncodedTable] | None = None
             ) -> FittedRelation:
@@ -92,25 +113,39 @@ class RelationMethod(Protocol):
 
 
 def _load() -> None:
-    from relviz.relational import degree  # noqa: F401
+    from relviz.relational import degree  # noqa: F401  (registration side effect)
     from relviz.relational.biadjacency import linker  # noqa: F401
 
 
-_LINKERS = Registry("relational method", _load)
-_RELATIONS = Registry("many-to-many method", _load)
-register: Callable[[type], type] = _LINKERS.register
-get_class: Callable[[str], type] = _LINKERS.get_class
-available: Callable[[], dict[str, str]] = _LINKERS.available
-register_relation: Callable[[type], type] = _RELATIONS.register
-get_relation_class: Callable[[str], type] = _RELATIONS.get_class
-available_relations: Callable[[], dict[str, str]] = _RELATIONS.available
+def get_class(name: str) -> type:
+    """The registered per-FK linker class. Raises KeyError naming the available ones."""
+    _load()
+    return LINKERS.get_class(name)
+
+
+def available() -> dict[str, str]:
+    """``{name: label}`` of the registered per-FK linkers."""
+    _load()
+    return LINKERS.available()
+
+
+def get_relation_class(name: str) -> type:
+    """The registered many-to-many method class. Raises KeyError naming the available ones."""
+    _load()
+    return RELATIONS.get_class(name)
+
+
+def available_relations() -> dict[str, str]:
+    """``{name: label}`` of the registered many-to-many methods."""
+    _load()
+    return RELATIONS.available()
 
 
 def get(name: str, **params: Any) -> Linker:
     """A configured per-FK linker (e.g. ``get("degree")``)."""
-    return _LINKERS.get(name, **params)
+    return get_class(name)(**params)
 
 
 def get_relation(name: str, **params: Any) -> RelationMethod:
     """A configured many-to-many relation method (e.g. ``get_relation("biadjacency")``)."""
-    return _RELATIONS.get(name, **params)
+    return get_relation_class(name)(**params)

@@ -36,14 +36,14 @@ from typing import ClassVar
 import numpy as np
 
 from relviz.encoding import EncodedTable
-from relviz.errors import Problem
+from relviz.errors import ParameterError, Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateForeignKey
 from relviz.privacy.mechanisms import gaussian_sigma
 from relviz.privacy.postprocessing import project_counts, project_counts_moment
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
-from relviz.relational import register
+from relviz.relational.registry import register
 from relviz.schema import ForeignKey, Schema
 
 __all__ = ["DegreeLinker", "DegreeLink", "round_counts"]
@@ -199,9 +199,9 @@ class DegreeLinker:
 
     def __post_init__(self) -> None:
         if self.zero != "auto" and not (isinstance(self.zero, (int, float)) and self.zero >= 0):
-            raise ValueError("zero must be 'auto' or a number ≥ 0")
+            raise ParameterError("zero", "zero must be 'auto' or a number ≥ 0")
         if self.bins not in ("auto", "exact"):
-            raise ValueError("bins must be 'auto' or 'exact'")
+            raise ParameterError("bins", "bins must be 'auto' or 'exact'")
 
     def _zeroed(self, noisy: np.ndarray, sigma: float) -> np.ndarray:
         """Post-processing of noisy per-parent counts (see the class docstring)."""

@@ -4,12 +4,17 @@
 the registry. A mechanism fits on a :class:`~relviz.privacy.measure.PrivateTable` (codes over
 public domains, read only through logged group-by counts) with a
 :class:`~relviz.privacy.budget.Budget` and the privacy unit's sensitivity multipliers, and
-returns a :class:`TableModel` that samples integer codes without touching private data.
+returns a :class:`TableModel` that samples integer codes without touching private data. Its
+``noise_scales`` says, before any data are read, the σ of every Gaussian release a fit would make
+(the budget panel's preview, ``Plan.noise_preview``).
+
+Mechanisms register themselves in :mod:`relviz.single.registry`; the lookups here import the
+built-in ones first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from fractions import Fraction
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -18,8 +23,8 @@ from relviz.errors import Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateTable
 from relviz.progress import Reporter
-from relviz.registry import Registry
 from relviz.schema import Table
+from relviz.single.registry import MECHANISMS, register
 
 __all__ = ["Mechanism", "TableModel", "get", "get_class", "available", "register"]
 
@@ -44,7 +49,13 @@ class Mechanism(Protocol):
     gaussian_only: ClassVar[bool]
 
     def problems(self, table: Table) -> list[Problem]:
-        """Domains this mechanism cannot handle (reported with the data problems)."""
+        """Domains this mechanism cannot handle (reported with the plan's problems)."""
+        ...
+
+    def noise_scales(self, table: Table, rho: Fraction | float, *, histogram_sensitivity: float,
+                     score_sensitivity: float) -> dict[str, float]:
+        """``{release label: σ}`` of the Gaussian releases ``fit`` would make on ``table`` with
+        budget ``rho`` (public: reads no data; empty when no σ is known before the run)."""
         ...
 
     def fit(self, data: PrivateTable, budget: Budget, *, histogram_sensitivity: float,
@@ -57,12 +68,18 @@ def _load() -> None:
     from relviz.single import independent, mst  # noqa: F401  (registration side effect)
 
 
-_MECHANISMS = Registry("single-table mechanism", _load)
-register: Callable[[type], type] = _MECHANISMS.register
-get_class: Callable[[str], type] = _MECHANISMS.get_class
-available: Callable[[], dict[str, str]] = _MECHANISMS.available
+def get_class(name: str) -> type:
+    """The registered mechanism class. Raises KeyError naming the available ones."""
+    _load()
+    return MECHANISMS.get_class(name)
+
+
+def available() -> dict[str, str]:
+    """``{name: label}`` of the registered mechanisms."""
+    _load()
+    return MECHANISMS.available()
 
 
 def get(name: str, **params: Any) -> Mechanism:
     """A configured mechanism instance (keyword-only hyper-parameters, range-checked)."""
-    return _MECHANISMS.get(name, **params)
+    return get_class(name)(**params)

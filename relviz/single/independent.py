@@ -21,7 +21,7 @@ from relviz.privacy.measure import PrivateTable
 from relviz.privacy.mechanisms import gaussian_sigma
 from relviz.progress import Reporter
 from relviz.schema import Table
-from relviz.single import register
+from relviz.single.registry import register
 
 __all__ = ["Independent", "IndependentModel"]
 

@@ -38,14 +38,14 @@ from typing import ClassVar
 import networkx as nx
 import numpy as np
 
-from relviz.errors import Problem
+from relviz.errors import ParameterError, Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateTable
 from relviz.privacy.mechanisms import gaussian_sigma
 from relviz.privacy.postprocessing import project_counts
 from relviz.progress import Reporter
 from relviz.schema import Table
-from relviz.single import register
+from relviz.single.registry import register
 
 __all__ = ["MST", "MSTModel"]
 
@@ -131,9 +131,10 @@ class MST:
 
     def __post_init__(self) -> None:
         if int(self.iters) != self.iters or self.iters < 100:
-            raise ValueError("iters must be an integer ≥ 100")
-        if self.compress_above < 2 or self.max_cells < 4 or self.max_domain < 2:
-            raise ValueError("compress_above ≥ 2, max_cells ≥ 4 and max_domain ≥ 2 are required")
+            raise ParameterError("iters", "iters must be an integer ≥ 100")
+        for name, low in (("compress_above", 2), ("max_cells", 4), ("max_domain", 2)):
+            if getattr(self, name) < low:
+                raise ParameterError(name, f"{name} must be ≥ {low}")
 
     def problems(self, table: Table) -> list[Problem]:
         return [Problem("oversized_domain",

@@ -1,4 +1,4 @@
-"""The budget panel: ipywidgets over :class:`~relviz.ui.state.BudgetDraft`.
+"""The budget panel: ipywidgets over :class:`~relviz.ui.budget_state.BudgetDraft`.
 
 Total ε and δ, with the ρ they buy and the conversion used; one row per private table
 (single-table mechanism) and per private FK (relational method) with a share slider and number box
@@ -6,7 +6,7 @@ kept in sync, a lock toggle, and beside it what the share buys: the noise σ of 
 releases (its method's ``noise_scales``) and the expected error of a typical marginal cell or
 degree bin relative to the table size, ``σ·√(2/π)/n`` (a curator view when ``n`` is read from
 private data, and labelled so). "Rebalance" splits what the locked shares leave equally; presets
-are "equal split" and "papers' defaults" (:data:`relviz.ui.state.PRESETS`). The sum of the shares
+are "equal split" and "papers' defaults" (:data:`relviz.ui.budget_state.PRESETS`). The sum of the shares
 is shown and is always exactly 1: the plan holds exact fractions, the widgets only round for
 display. Warnings in plain words: ε > 5, δ ≥ 1/n, shares too small to be useful.
 
@@ -25,9 +25,11 @@ import ipywidgets as W
 import traitlets
 
 from relviz.database import Database
-from relviz.plan import Plan
+from relviz.plan import NoisePreview, Plan
+from relviz.privacy.measure import CURATOR_VIEW
 from relviz.schema import Schema
-from relviz.ui.state import CURATOR_VIEW, PRESETS, BudgetDraft, ComponentView, EditResult
+from relviz.ui.budget_state import PRESETS, BudgetDraft
+from relviz.ui.schema_state import EditResult
 
 __all__ = ["BudgetPanel"]
 
@@ -60,7 +62,7 @@ class BudgetPanel(W.VBox):
 
     Attributes:
         plan: The edited :class:`~relviz.plan.Plan` (assign to replace it; observable).
-        draft: The plain-Python state (:class:`~relviz.ui.state.BudgetDraft`).
+        draft: The plain-Python state (:class:`~relviz.ui.budget_state.BudgetDraft`).
     """
 
     plan = traitlets.Instance(Plan)
@@ -285,7 +287,7 @@ class BudgetPanel(W.VBox):
             self._updating = False
 
     @staticmethod
-    def _info_html(v: ComponentView) -> str:
+    def _info_html(v: NoisePreview) -> str:
         rho = f"ρ = {float(v.rho):.3g}"
         grey = "color:var(--jp-ui-font-color2)"
         if v.sigma is None:

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W
 import numpy as np
 
-from relviz.comparison import CURATOR_VIEW, Comparison
+from relviz.comparison import Comparison
 from relviz.database import Database
+from relviz.privacy.measure import CURATOR_VIEW
 
 if TYPE_CHECKING:  # pragma: no cover
     import plotly.graph_objects as go

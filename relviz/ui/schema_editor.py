@@ -1,4 +1,4 @@
-"""The FK-DAG schema editor: an anywidget over :class:`~relviz.ui.state.SchemaDraft`.
+"""The FK-DAG schema editor: an anywidget over :class:`~relviz.ui.schema_state.SchemaDraft`.
 
 Tables are drawn as cards (name, rows, primary key, attributes with kind and domain size, a
 public / private / entity badge) in a layered layout with parents above children; foreign keys are
@@ -28,7 +28,7 @@ import traitlets
 from relviz.database import Database
 from relviz.schema import Schema
 from relviz.ui._assets import asset
-from relviz.ui.state import EditResult, SchemaDraft, problem_dict
+from relviz.ui.schema_state import EditResult, SchemaDraft, problem_dict
 
 __all__ = ["SchemaEditor"]
 
@@ -45,7 +45,7 @@ class SchemaEditor(anywidget.AnyWidget):
 
     Attributes:
         schema: The edited :class:`~relviz.schema.Schema` (assign to replace it; observable).
-        draft: The plain-Python state (:class:`~relviz.ui.state.SchemaDraft`).
+        draft: The plain-Python state (:class:`~relviz.ui.schema_state.SchemaDraft`).
 
     Example:
         >>> editor = SchemaEditor(relviz.datasets.load("nycflights13"))  # doctest: +SKIP

@@ -48,8 +48,8 @@ from tests.privacy.neighbours import (
     selfref_schema,
     small,
     taped,
-    tuple_unit,
     truncation_violations,
+    tuple_unit,
 )
 
 # Bounded and reproducible: a fixed derandomised search, no shrinking (each example costs fits).

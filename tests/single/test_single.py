@@ -53,6 +53,16 @@ def test_registry() -> None:
     assert {"mst", "independent"} <= set(available())
 
 
+@pytest.mark.parametrize(("params", "name"), [({"iters": 5}, "iters"), ({"compress_above": 1}, "compress_above"),
+                                               ({"max_cells": 1}, "max_cells"), ({"max_domain": 0}, "max_domain")])
+def test_bad_hyper_parameters_are_named(params: dict, name: str) -> None:
+    from relviz.errors import ParameterError
+
+    with pytest.raises(ParameterError) as e:
+        get("mst", **params)
+    assert e.value.parameter == name and name in str(e.value) and isinstance(e.value, ValueError)
+
+
 def test_mst_two_way_tvd_within_noise_derived_tolerance(chain) -> None:
     db, pt = chain
     rho = Fraction(1, 2)

@@ -23,22 +23,9 @@ from typing import Any
 
 import pytest
 
+from tests.ui.harness import Lab, jupyter_env, serve
+
 pytestmark = pytest.mark.ui
-
-
-def _harness():  # noqa: ANN202 - module
-    """The browser-test harness (tests/ui/conftest.py is not importable as a package module)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_relviz_ui_harness", Path(__file__).with_name("conftest.py"))
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-_h = _harness()
-Lab, jupyter_env, serve = _h.Lab, _h.jupyter_env, _h.serve
 
 REPO = Path(__file__).resolve().parents[2]
 STUDIO = ".relviz-studio"

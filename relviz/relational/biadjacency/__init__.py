@@ -11,16 +11,22 @@ built on :func:`~.algorithm.learn_relation` (§3, [J] Alg. 1 and 4) and its nume
 
 Submodules: :mod:`.algorithm` (the iterative algorithm, budget calibration), :mod:`.linker` (the
 relviz methods), :mod:`.batched` (disjoint slices as one tensor, §8),
-:mod:`.workloads` (cross-table workloads, marginals, factorised query operator, evaluation metric),
+:mod:`.workloads` (the factorised query operator of a slice), :mod:`.device` (where the kernels run),
 :mod:`.projection` (capped-simplex and row-simplex projections), :mod:`.pgd` (projected gradient descent on a
 slice), :mod:`.ubs` (unbiased sampling and categorical rounding), :mod:`.clipping` (degree clipping),
 :mod:`.slicing` (slice selection, initial relation, reinsertion).
 
-relviz implements these itself because no well-kept library implements the relational algorithms of [J].
+The cross-table workloads, the marginals of an edge list and the evaluation metric are shared with the
+other relational methods and the evaluation: they are in :mod:`relviz.marginals`.
+
+This package exports the two methods, their fitted models and the algorithm's entry points; the
+kernels stay in their submodules. relviz implements these itself because no well-kept library
+implements the relational algorithms of [J].
 """
 
 from __future__ import annotations
 
+from relviz.marginals import Workload, enumerate_workloads
 from relviz.relational.biadjacency.algorithm import (
     Calibration,
     Measurements,
@@ -29,110 +35,29 @@ from relviz.relational.biadjacency.algorithm import (
     calibrate,
     learn_relation,
     refit_relation,
-    schedule,
 )
-from relviz.relational.biadjacency.clipping import (
-    clip_degrees,
-    degree_clip_mask,
-    rank_within_groups,
+from relviz.relational.biadjacency.linker import (
+    BiadjacencyLink,
+    BiadjacencyLinker,
+    BiadjacencyRelation,
+    BiadjacencyRelationModel,
 )
-from relviz.relational.biadjacency.pgd import (
-    PGDResult,
-    pgd_mn,
-    pgd_otm,
-    random_start_mn,
-    random_start_otm,
-    resolve_device,
-    slice_objective,
-)
-from relviz.relational.biadjacency.projection import (
-    project_capped_simplex,
-    project_capped_simplex_exact,
-    project_rows_simplex,
-    sum_tolerance,
-)
-from relviz.relational.biadjacency.slicing import (
-    Slice,
-    check_edge_list,
-    choose_slice_mn,
-    choose_slice_otm,
-    initial_edges_mn,
-    initial_parents_otm,
-    m_syn_rule,
-    reinsert,
-    reinsert_otm,
-    slice_shape_mn,
-    slice_shape_otm,
-)
-from relviz.relational.biadjacency.ubs import (
-    categorical_rounding,
-    merge_groups,
-    ubs,
-    ubs_many,
-)
-from relviz.relational.biadjacency.workloads import (
-    MarginalErrorReport,
-    PowerIterationResult,
-    SliceOperator,
-    Workload,
-    all_marginals,
-    cross_marginal_error,
-    enumerate_workloads,
-    marginal_counts,
-    marginal_from_edges,
-    mixed_radix_codes,
-    slice_codes,
-    workload_codes,
-)
+from relviz.relational.biadjacency.ubs import categorical_rounding, ubs
 
 __all__ = [
+    "BiadjacencyLink",
+    "BiadjacencyLinker",
+    "BiadjacencyRelation",
+    "BiadjacencyRelationModel",
     "Calibration",
     "Measurements",
     "RelationResult",
     "Settings",
+    "Workload",
     "calibrate",
+    "categorical_rounding",
+    "enumerate_workloads",
     "learn_relation",
     "refit_relation",
-    "schedule",
-    "MarginalErrorReport",
-    "PGDResult",
-    "PowerIterationResult",
-    "Slice",
-    "SliceOperator",
-    "Workload",
-    "all_marginals",
-    "categorical_rounding",
-    "check_edge_list",
-    "choose_slice_mn",
-    "choose_slice_otm",
-    "clip_degrees",
-    "cross_marginal_error",
-    "degree_clip_mask",
-    "enumerate_workloads",
-    "initial_edges_mn",
-    "initial_parents_otm",
-    "m_syn_rule",
-    "marginal_counts",
-    "marginal_from_edges",
-    "merge_groups",
-    "mixed_radix_codes",
-    "pgd_mn",
-    "pgd_otm",
-    "project_capped_simplex",
-    "project_capped_simplex_exact",
-    "project_rows_simplex",
-    "random_start_mn",
-    "random_start_otm",
-    "rank_within_groups",
-    "reinsert",
-    "reinsert_otm",
-    "resolve_device",
-    "slice_codes",
-    "slice_objective",
-    "slice_shape_mn",
-    "slice_shape_otm",
-    "sum_tolerance",
     "ubs",
-    "ubs_many",
-    "workload_codes",
 ]

@@ -43,9 +43,12 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from relviz.errors import ParameterError
+from relviz.marginals import Workload, all_marginals, enumerate_workloads
 from relviz.privacy.budget import Budget
 from relviz.progress import Reporter
-from relviz.relational.biadjacency.pgd import pgd_mn, pgd_otm, resolve_device
+from relviz.relational.biadjacency.device import resolve_device
+from relviz.relational.biadjacency.pgd import pgd_mn, pgd_otm
 from relviz.relational.biadjacency.slicing import (
     Slice,
     choose_slice_mn,
@@ -57,13 +60,8 @@ from relviz.relational.biadjacency.slicing import (
     slice_shape_mn,
     slice_shape_otm,
 )
-from relviz.relational.biadjacency.ubs import categorical_rounding, ubs
-from relviz.relational.biadjacency.workloads import (
-    SliceOperator,
-    Workload,
-    all_marginals,
-    enumerate_workloads,
-)
+from relviz.relational.biadjacency.ubs import categorical_rounding, degree_preserving_rounding, ubs
+from relviz.relational.biadjacency.workloads import SliceOperator
 
 __all__ = ["Settings", "Measurements", "RelationResult", "Calibration", "calibrate", "learn_relation",
            "refit_relation", "schedule", "torch_threads"]
@@ -93,6 +91,9 @@ class Settings:
         otm_pgd_iters: PGD steps per 1:N slice (20).
         otm_expansion: 1:N reference slices: parent-to-child ratio ``γ`` (2).
         otm_slices: 1:N slice construction, ``"parents"`` (relviz) or ``"reference"`` ([R]).
+        otm_keep_degrees: 1:N with ``"parents"`` slices: round each slice so that every parent
+            keeps its number of children (:func:`~relviz.relational.biadjacency.ubs.degree_preserving_rounding`),
+            so the relation keeps the degree distribution of its start (relviz extension; True).
         slice_target: What a slice is fitted to. ``"paper"`` (§3.9): the slice's own marginal
             ``Q x/m_s`` matches the global noisy answers ``â`` — each slice must reproduce the whole
             distribution by itself, which is biased when the slice is not a representative sample
@@ -134,6 +135,7 @@ class Settings:
     otm_pgd_iters: int = 20
     otm_expansion: float = 2.0
     otm_slices: Literal["parents", "reference"] = "parents"
+    otm_keep_degrees: bool = True
     slice_target: Literal["auto", "paper", "residual"] = "auto"
     residual_noise: float = 0.05
     selection: Literal["tv", "aim"] = "tv"
@@ -143,29 +145,32 @@ class Settings:
 
     def __post_init__(self) -> None:
         checks = [
-            (self.k >= 2, "k must be ≥ 2"),
-            (self.n_iters >= 0, "n_iters must be ≥ 0"),
-            (self.workloads_per_iter >= 1, "workloads_per_iter must be ≥ 1"),
-            (0 < self.alpha < 1, "alpha must be in (0, 1)"),
-            (self.pool_size >= 1 and self.q_opt >= 1, "pool_size and q_opt must be ≥ 1"),
-            (self.pool_size >= self.workloads_per_iter,
+            ("k", self.k >= 2, "k must be ≥ 2"),
+            ("n_iters", self.n_iters >= 0, "n_iters must be ≥ 0"),
+            ("workloads_per_iter", self.workloads_per_iter >= 1, "workloads_per_iter must be ≥ 1"),
+            ("alpha", 0 < self.alpha < 1, "alpha must be in (0, 1)"),
+            ("pool_size", self.pool_size >= 1, "pool_size must be ≥ 1"),
+            ("q_opt", self.q_opt >= 1, "q_opt must be ≥ 1"),
+            ("pool_size", self.pool_size >= self.workloads_per_iter,
              "pool_size must be ≥ workloads_per_iter (K workloads are chosen from each pool)"),
-            (self.slice_cells >= 4, "slice_cells must be ≥ 4"),
-            (self.slices_per_iter >= 1, "slices_per_iter must be ≥ 1"),
-            (0 <= self.guaranteed_frac < 1, "guaranteed_frac must be in [0, 1)"),
-            (self.pgd_iters >= 1 and self.otm_pgd_iters >= 1, "PGD iterations must be ≥ 1"),
-            (self.otm_expansion >= 1, "otm_expansion must be ≥ 1"),
-            (self.otm_slices in ("parents", "reference"), "otm_slices: 'parents' or 'reference'"),
-            (self.slice_target in ("auto", "paper", "residual"),
+            ("slice_cells", self.slice_cells >= 4, "slice_cells must be ≥ 4"),
+            ("slices_per_iter", self.slices_per_iter >= 1, "slices_per_iter must be ≥ 1"),
+            ("guaranteed_frac", 0 <= self.guaranteed_frac < 1, "guaranteed_frac must be in [0, 1)"),
+            ("pgd_iters", self.pgd_iters >= 1, "pgd_iters must be ≥ 1"),
+            ("otm_pgd_iters", self.otm_pgd_iters >= 1, "otm_pgd_iters must be ≥ 1"),
+            ("otm_expansion", self.otm_expansion >= 1, "otm_expansion must be ≥ 1"),
+            ("otm_slices", self.otm_slices in ("parents", "reference"),
+             "otm_slices: 'parents' or 'reference'"),
+            ("slice_target", self.slice_target in ("auto", "paper", "residual"),
              "slice_target: 'auto', 'paper' or 'residual'"),
-            (self.residual_noise >= 0, "residual_noise must be ≥ 0"),
-            (self.selection in ("tv", "aim"), "selection: 'tv' or 'aim'"),
-            (int(self.batch_slices) == self.batch_slices and self.batch_slices >= 1,
+            ("residual_noise", self.residual_noise >= 0, "residual_noise must be ≥ 0"),
+            ("selection", self.selection in ("tv", "aim"), "selection: 'tv' or 'aim'"),
+            ("batch_slices", int(self.batch_slices) == self.batch_slices and self.batch_slices >= 1,
              "batch_slices must be an integer ≥ 1"),
         ]
-        bad = [msg for ok, msg in checks if not ok]
+        bad = [(name, msg) for name, ok, msg in checks if not ok]
         if bad:
-            raise ValueError("; ".join(bad))
+            raise ParameterError(bad[0][0], "; ".join(msg for _, msg in bad))
 
 
 @dataclass
@@ -410,7 +415,14 @@ class _Optimiser:
                         upper=None if forbidden is None else (~forbidden).reshape(-1).astype(float))
         else:
             res = pgd_otm(op, target, rng=self.rng, iters=s.otm_pgd_iters, x0=x0, forbidden=forbidden)
-            picks = categorical_rounding(res.x, self.rng, forbidden)
+            if s.otm_keep_degrees and s.otm_slices == "parents":
+                # every parent of the slice keeps its number of children: the relation changes
+                # which children a parent has, not how many (the degree shape of the start)
+                n_cols = sl.cols.size
+                targets = np.bincount(sl.current_local % n_cols, minlength=n_cols)
+                picks = degree_preserving_rounding(res.x, targets, self.rng, forbidden)
+            else:
+                picks = categorical_rounding(res.x, self.rng, forbidden)
         info = {"shape": sl.shape, "m_s": sl.m_s, "objective_start": float(res.objective[0]),
                 "objective_end": float(res.objective[-1]), "workloads": len(wls),
                 "target": "residual" if residual else "paper"}

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from relviz.relational.biadjacency.pgd import resolve_device
+from relviz.marginals import Workload, mixed_radix_codes
+from relviz.relational.biadjacency.device import resolve_device
 from relviz.relational.biadjacency.projection import project_capped_simplex
-from relviz.relational.biadjacency.workloads import Workload, mixed_radix_codes
 
 __all__ = ["BatchedSliceOperator", "BatchSlices", "choose_batch_mn", "pgd_mn_batched"]
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from relviz.privacy.ranking import rank_within_groups
 
-__all__ = ["clip_degrees", "degree_clip_mask", "rank_within_groups"]
+__all__ = ["clip_degrees", "degree_clip_mask"]
 
 
 def degree_clip_mask(

@@ -42,32 +42,7 @@ __all__ = [
     "pgd_otm",
     "random_start_mn",
     "random_start_otm",
-    "resolve_device",
-    "slice_objective",
 ]
-
-
-def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """Turn a device specification into a ``torch.device``.
-
-    Args:
-        device: ``"auto"`` (CUDA if available, else CPU), any string accepted by ``torch.device``, or a device.
-
-    Returns:
-        The resolved ``torch.device``.
-
-    Raises:
-        ValueError: if CUDA is requested but not available.
-    """
-    if isinstance(device, torch.device):
-        dev = device
-    elif device == "auto":
-        dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    else:
-        dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("CUDA device requested but torch.cuda.is_available() is False")
-    return dev
 
 
 @dataclass(frozen=True)
@@ -100,24 +75,6 @@ def _forbidden_tensor(forbidden: np.ndarray | torch.Tensor | None, shape: tuple[
     fb = forbidden if isinstance(forbidden, torch.Tensor) else torch.from_numpy(np.asarray(forbidden, dtype=bool))
     fb = fb.to(device=device, dtype=torch.bool).reshape(shape)
     return fb if bool(fb.any()) else None
-
-
-def slice_objective(op: SliceOperator, x: np.ndarray | torch.Tensor, target: np.ndarray | torch.Tensor,
-                    m_s: float) -> float:
-    """``f(x) = ||(1/m_s) Q x - a_hat||^2`` (§4.1, [J] Eq. 6).
-
-    Args:
-        op: Slice operator.
-        x: ``(s1, s2)`` slice values.
-        target: ``(op.n_queries,)`` stacked (noisy) answers.
-        m_s: Edge count of the slice (children count for 1:N).
-
-    Returns:
-        The objective as a Python float (accumulated in float64).
-    """
-    tgt = torch.as_tensor(np.asarray(target) if not isinstance(target, torch.Tensor) else target)
-    r = op.forward(x) / m_s - tgt.to(device=op.device, dtype=op.dtype)
-    return float((r.to(torch.float64) ** 2).sum())
 
 
 def random_start_mn(s1: int, s2: int, m_s: int, rng: np.random.Generator,

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "project_capped_simplex",
-    "project_capped_simplex_exact",
     "project_rows_simplex",
     "sum_tolerance",
 ]
@@ -289,40 +288,6 @@ def _capped_torch(v: torch.Tensor, m: float, u: torch.Tensor | None, y0: float |
     if root is not None:
         root[:] = [y]
     return clip_(v + y), n_eval
-
-
-def project_capped_simplex_exact(v: np.ndarray, m: float, u: np.ndarray | float | None = None) -> np.ndarray:
-    """Reference projection onto ``{0 <= x <= u, sum(x) = m}`` by sorting all breakpoints (tests only).
-
-    ``S(y)`` is linear between consecutive breakpoints ``{-v_i} U {u_i - v_i}``; the root is located on the
-    sorted breakpoints and found by linear interpolation. Cost O(N^2) memory/time: meant for ``N <= ~1000``.
-
-    Args:
-        v: Point, shape ``(N,)``.
-        m: Target sum, ``0 <= m <= sum(u)``.
-        u: Upper bounds (scalar or ``(N,)``), default 1.
-
-    Returns:
-        Float64 array ``(N,)``.
-
-    Raises:
-        ValueError: if ``m`` is infeasible.
-    """
-    v = np.asarray(v, dtype=np.float64).reshape(-1)
-    uu = np.broadcast_to(np.asarray(1.0 if u is None else u, dtype=np.float64), v.shape)
-    if m < 0 or m > uu.sum() + sum_tolerance(m):
-        raise ValueError("infeasible target sum")
-    bps = np.unique(np.concatenate([-v, uu - v]))
-    s_vals = np.clip(v[None, :] + bps[:, None], 0.0, uu[None, :]).sum(axis=1)
-    k = int(np.searchsorted(s_vals, m, side="left"))
-    if k == 0:
-        y = bps[0]
-    elif k >= len(bps):
-        y = bps[-1]
-    else:
-        s0, s1 = s_vals[k - 1], s_vals[k]
-        y = bps[k] if s1 == s0 else bps[k - 1] + (m - s0) * (bps[k] - bps[k - 1]) / (s1 - s0)
-    return np.clip(v + y, 0.0, uu)
 
 
 def project_rows_simplex(

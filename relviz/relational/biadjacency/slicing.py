@@ -25,7 +25,6 @@ import numpy as np
 
 __all__ = [
     "Slice",
-    "check_edge_list",
     "choose_slice_mn",
     "choose_slice_otm",
     "initial_edges_mn",
@@ -404,38 +403,3 @@ def reinsert_otm(parent: np.ndarray, sl: Slice, choice: np.ndarray) -> np.ndarra
     out = np.asarray(parent, dtype=np.int64).copy()
     out[sl.rows] = sl.cols[choice]
     return out
-
-
-def check_edge_list(
-    e1: np.ndarray,
-    e2: np.ndarray,
-    n1s: int,
-    n2s: int,
-    m_syn: int | None = None,
-    mask_diagonal: bool = False,
-) -> None:
-    """Full invariant check of an M:N synthetic edge list (§3.7); O(m log m).
-
-    Args:
-        e1: Edge rows.
-        e2: Edge columns.
-        n1s: Table-1 size.
-        n2s: Table-2 size.
-        m_syn: Expected number of edges (optional).
-        mask_diagonal: Whether ``(i, i)`` edges are forbidden.
-
-    Raises:
-        AssertionError: if an invariant is violated.
-    """
-    e1 = np.asarray(e1, dtype=np.int64)
-    e2 = np.asarray(e2, dtype=np.int64)
-    if e1.shape != e2.shape:
-        raise AssertionError("edge arrays differ in length")
-    if m_syn is not None and e1.size != m_syn:
-        raise AssertionError(f"|E| = {e1.size} != m_syn = {m_syn}")
-    if e1.size and (e1.min() < 0 or e1.max() >= n1s or e2.min() < 0 or e2.max() >= n2s):
-        raise AssertionError("edge ids out of range")
-    if np.unique(e1 * n2s + e2).size != e1.size:
-        raise AssertionError("duplicate edges")
-    if mask_diagonal and (e1 == e2).any():
-        raise AssertionError("self-loop on a masked diagonal")

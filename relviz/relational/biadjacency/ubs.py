@@ -389,3 +389,66 @@ def categorical_rounding(
         idx[bad] = np.where(before.any(axis=1), last_before, np.argmax(pos, axis=1))
     _check(bool((pm[rows, idx] > 0).all()), "categorical rounding picked a zero-probability cell")
     return idx.astype(np.int64)
+
+
+def degree_preserving_rounding(
+    p: np.ndarray | torch.Tensor,
+    targets: np.ndarray,
+    rng: np.random.Generator,
+    forbidden: np.ndarray | torch.Tensor | None = None,
+    *,
+    exact_limit: int = 1500,
+) -> np.ndarray:
+    """One-to-many rounding that keeps every column's count (relviz extension to [J] §4.5).
+
+    :func:`categorical_rounding` picks one column per row; then the rows in excess of an over-full
+    column's target — those with the smallest probability for it — move to the under-full columns.
+    The moved rows are matched to the free slots by maximum total probability (the linear
+    assignment problem, ``scipy.optimize.linear_sum_assignment``) when there are at most
+    ``exact_limit`` of them, otherwise in random order. Forbidden cells are never chosen: when the
+    moves cannot avoid one, the plain categorical rounding is returned (counts not kept).
+
+    Args:
+        p: ``(n_rows, n_cols)`` non-negative row probabilities.
+        targets: ``(n_cols,)`` non-negative integers summing to ``n_rows``.
+        rng: Numpy generator.
+        forbidden: Optional bool mask of cells that must never be chosen.
+
+    Returns:
+        ``(n_rows,)`` int64 column per row, with ``bincount == targets`` (unless only a masked
+        cell could take a moved row).
+
+    Raises:
+        ValueError: if ``targets`` do not sum to the number of rows.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    from relviz.privacy.ranking import rank_within_groups
+
+    pm = np.clip(_to_numpy_f64(p), 0.0, None)
+    n, k = pm.shape
+    targets = np.asarray(targets, dtype=np.int64)
+    if targets.shape != (k,) or targets.sum() != n or (targets < 0).any():
+        raise ValueError("targets must be k non-negative integers summing to the number of rows")
+    picks = categorical_rounding(pm, rng, forbidden)
+    excess = np.bincount(picks, minlength=k) - targets
+    if not (excess > 0).any():
+        return picks
+    # the excess rows of each over-full column: those least likely to belong there
+    order = np.lexsort((pm[np.arange(n), picks], picks))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = rank_within_groups(picks[order])
+    movers = np.flatnonzero(rank < np.maximum(excess, 0)[picks])
+    slots = np.repeat(np.arange(k), np.maximum(-excess, 0))
+    before = picks.copy()
+    if movers.size <= exact_limit:
+        cost = -pm[np.ix_(movers, slots)]
+        if forbidden is not None:
+            cost[_to_numpy_f64(forbidden).astype(bool)[np.ix_(movers, slots)]] = 1e6
+        r, c = linear_sum_assignment(cost)
+        picks[movers[r]] = slots[c]
+    else:
+        picks[movers] = slots[rng.permutation(slots.size)]
+    if forbidden is not None and _to_numpy_f64(forbidden).astype(bool)[np.arange(n), picks].any():
+        return before  # no assignment avoids a masked cell: keep the plain rounding this time
+    return picks

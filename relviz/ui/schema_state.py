@@ -1,24 +1,20 @@
-"""Plain-Python state behind relviz's widgets; works without Jupyter (no widget imports).
+"""Plain-Python state behind the schema editor; works without Jupyter (no widget imports).
 
-Two objects, each a small editor over a frozen value object (widgets never compute, they mirror
-these):
+:class:`SchemaDraft` edits a :class:`~relviz.schema.Schema` against the data it describes: add,
+delete and re-point foreign keys, accept or reject the keys proposed by
+:func:`~relviz.schema.propose_foreign_keys`, mark tables public or private, choose the protected
+entity, set degree caps τ, repair orphans. It is a small editor over a frozen value object (the
+widget never computes, it mirrors it). Every edit returns an :class:`EditResult`; an edit that
+would make the schema meaningless (a cycle, a type mismatch, an FK that does not reference the
+parent's primary key, a public entity) is *refused* with its reason and changes nothing: the
+schema's own :meth:`~relviz.schema.Schema.foreign_key_problems` decides for FKs, the draft adds
+the checks that need the data (column types). Problems an editor may leave for later (orphans,
+missing caps, undeclared columns, …) are listed all at once by :meth:`SchemaDraft.problems`.
+Degree distributions (:meth:`SchemaDraft.degree_view`) read the private data: they are a curator
+view, not private.
 
-* :class:`SchemaDraft` edits a :class:`~relviz.schema.Schema` against the data it describes:
-  add, delete and re-point foreign keys, accept or reject the keys proposed by
-  :func:`~relviz.schema.propose_foreign_keys`, mark tables public or private, choose the
-  protected entity, set degree caps τ, repair orphans. Every edit returns an :class:`EditResult`;
-  an edit that would make the schema meaningless (a cycle, a type mismatch, an FK that does not
-  reference the parent's primary key, a public entity) is *refused* with its reason and changes
-  nothing. Problems an editor may leave for later (orphans, missing caps, undeclared columns, …)
-  are listed all at once by :meth:`SchemaDraft.problems`. Degree distributions
-  (:meth:`SchemaDraft.degree_view`) read the private data: they are a curator view, not private.
-* :class:`BudgetDraft` edits a :class:`~relviz.plan.Plan`: total (ε, δ), one share and method
-  per private table and private FK, locks, rebalance, presets. Shares stay exact fractions whose
-  sum is exactly 1. :meth:`BudgetDraft.rows` gives, per component, the noise σ its share buys
-  (each method's ``noise_scales``) and the expected error of a typical cell relative to the table
-  size, ``σ·√(2/π)/n`` (the mean absolute value of N(0, σ²) divided by ``n``).
-
-Both keep a ``history`` of :class:`EditResult` objects; the widgets show the last one.
+The draft keeps a ``history`` of :class:`EditResult` objects; the widget shows the last one
+(:class:`~relviz.ui.budget_state.BudgetDraft` does the same for the plan).
 
 >>> import pandas as pd
 >>> from relviz import Database, Schema, Table, Attribute, PrivacyUnit
@@ -38,53 +34,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from fractions import Fraction
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
 from relviz.database import Database
-from relviz.errors import PlanError, Problem, RelvizError, SchemaError
-from relviz.plan import Component, Plan, to_fraction
+from relviz.errors import Problem, RelvizError, SchemaError
+from relviz.privacy.measure import CURATOR_VIEW
 from relviz.schema import Attribute, FKProposal, ForeignKey, PrivacyUnit, Schema, propose_foreign_keys
 
 __all__ = [
     "EditResult",
     "SchemaDraft",
-    "BudgetDraft",
-    "ComponentView",
     "column_family",
+    "error_reason",
     "problem_dict",
-    "CURATOR_VIEW",
-    "EPSILON_WARN",
-    "SMALL_SHARE_ERROR",
-    "PRESETS",
 ]
-
-CURATOR_VIEW = "curator view (not private)"
-"""Label of every number read from private data that is not a noisy release (docs/privacy.md,
-docs/evaluation.md)."""
-
-EPSILON_WARN = 5.0
-"""Above this total ε the panel warns (OpenDP's ``loss_of`` warns above 5)."""
-
-SMALL_SHARE_ERROR = 0.25
-"""A component whose typical cell is off by more than this fraction of the table is flagged."""
-
-MEAN_ABS_NORMAL = math.sqrt(2.0 / math.pi)
-"""E|N(0, 1)|: the expected absolute error of a Gaussian release is σ·√(2/π)."""
-
-PRESETS: dict[str, str] = {
-    "equal": "equal split — Plan.default: private tables share 2/3 of ρ equally, private FKs "
-             "share 1/3 equally",
-    "papers": "papers' defaults — bi-adjacency FKs get ε_rel = 2 against ε = 1 per table "
-              "(Alimohammadi et al. §8), i.e. 4× a table's ρ since ρ grows as ε²; every "
-              "other component an equal share (PrivLava, Cai, Xiao & Cormode §6, leaves the split "
-              "across components open)",
-}
 
 
 @dataclass(frozen=True)
@@ -111,12 +78,13 @@ class EditResult:
 def problem_dict(p: Problem) -> dict[str, Any]:
     """A JSON-able view of a :class:`~relviz.errors.Problem` (for the widgets)."""
     return {"kind": p.kind, "message": p.message, "table": p.table, "column": p.column,
-            "count": int(p.count), "examples": [str(_plain(v)) for v in p.examples], "text": str(p)}
+            "count": int(p.count), "examples": [_example_text(v) for v in p.examples], "text": str(p)}
 
 
-def _plain(v: Any) -> Any:
+def _example_text(v: Any) -> str:
+    """An offending value as the widgets show it (a numpy scalar as the Python value it holds)."""
     item = getattr(v, "item", None)
-    return item() if callable(item) and not isinstance(v, str) else v
+    return str(item() if callable(item) and not isinstance(v, str) else v)
 
 
 def column_family(s: pd.Series) -> str:
@@ -161,10 +129,6 @@ def _default_fk_name(fk: ForeignKey) -> str:
 def _same_key(a: ForeignKey, b: ForeignKey) -> bool:
     return (a.child, tuple(a.columns), a.parent) == (b.child, tuple(b.columns), b.parent)
 
-
-# ------------------------------------------------------------------------------------------------
-# Schema
-# ------------------------------------------------------------------------------------------------
 
 class SchemaDraft:
     """An editable schema over the data it describes (the state behind ``SchemaEditor``).
@@ -360,53 +324,27 @@ class SchemaDraft:
         self.history.append(r)
         return r
 
-    def _cycle_through(self, schema: Schema, child: str, parent: str) -> list[str] | None:
-        """The reference path ``parent → … → child`` if adding ``child → parent`` closes a cycle."""
-        if child == parent:
-            return None  # a self-reference alone is allowed
-        g = nx.DiGraph()
-        g.add_nodes_from(schema.table_names)
-        g.add_edges_from((fk.child, fk.parent) for fk in schema.foreign_keys if not fk.self_referential)
-        try:
-            return list(nx.shortest_path(g, parent, child))  # parent refers (transitively) to child
-        except (nx.NetworkXNoPath, nx.NodeNotFound):
-            return None
-
-    def _check_fk(self, schema: Schema, fk: ForeignKey) -> str | None:
-        """Why ``fk`` may not join ``schema`` (``None`` when it may)."""
-        names = schema.table_names
-        for t in (fk.child, fk.parent):
-            if t not in names:
-                return f"there is no table {t!r}"
-        ptable = schema.table(fk.parent)
-        if not ptable.primary_key:
-            return f"{fk.parent!r} has no primary key to reference"
-        if len(fk.columns) != len(ptable.primary_key):
-            return (f"{fk.parent}'s key has {len(ptable.primary_key)} column(s) "
-                    f"({', '.join(ptable.primary_key)}); pick as many child columns")
+    def _check_fk(self, schema: Schema, fk: ForeignKey, *, replacing: str | None = None) -> str | None:
+        """Why ``fk`` may not join ``schema`` (``None`` when it may): the schema's own check
+        (:meth:`~relviz.schema.Schema.foreign_key_problems`), then, with data, that the child
+        columns exist and hold values of the key's type."""
+        problems = schema.foreign_key_problems(fk, replacing=replacing)
+        if problems:
+            return problems[0].message
         available = self.frame_columns(fk.child)
         missing = [c for c in fk.columns if c not in available]
         if missing:
             return f"{fk.child!r} has no column {', '.join(map(repr, missing))}"
-        if len(set(fk.columns)) != len(fk.columns):
-            return "a child column is listed twice"
         for cc, pc in zip(fk.columns, fk.parent_columns):
             cf, pf = self.family(fk.child, cc), self.family(fk.parent, pc)
             if not _families_match(cf, pf):
                 return (f"type mismatch: {fk.child}.{cc} holds {cf} values but {fk.parent}.{pc} "
                         f"holds {pf} values")
-        for other in schema.foreign_keys:
-            if _same_key(other, fk):
-                return f"this foreign key already exists ({other.name})"
-        path = self._cycle_through(schema, fk.child, fk.parent)
-        if path is not None:
-            loop = " → ".join([fk.child, *path])
-            return f"{fk.label()} would create a cycle: {loop} (arrows read 'refers to')"
         return None
 
-    def _with_fk(self, schema: Schema, fk: ForeignKey, *, replace_name: str | None = None
-                 ) -> Schema:
-        """``schema`` with ``fk`` (FK columns that were attributes stop being attributes)."""
+    def _with_fk(self, schema: Schema, fk: ForeignKey, *, replacing: str | None = None) -> Schema:
+        """``schema`` with ``fk`` (:meth:`~relviz.schema.Schema.with_foreign_key`); FK columns
+        that were attributes stop being attributes (remembered, to restore them)."""
         child = schema.table(fk.child)
         clash = [a for a in child.attributes if a.name in fk.columns]
         if clash:
@@ -414,16 +352,7 @@ class SchemaDraft:
                 self._removed_attributes.setdefault((fk.child, a.name), a)
             child = replace(child, attributes=tuple(a for a in child.attributes if a.name not in fk.columns))
             schema = schema.with_table(child)
-        fks = list(schema.foreign_keys)
-        unit = schema.privacy_unit
-        if replace_name is not None:
-            fks = [fk if f.name == replace_name else f for f in fks]
-            if unit is not None and replace_name in unit.caps and fk.name != replace_name:
-                unit = replace(unit, caps={(fk.name if k == replace_name else k): v
-                                           for k, v in unit.caps.items()})
-        else:
-            fks.append(fk)
-        return replace(schema, foreign_keys=tuple(fks), privacy_unit=unit)
+        return schema.with_foreign_key(fk, replacing=replacing)
 
     def _restore_attributes(self, schema: Schema, child: str, columns: Sequence[str]) -> Schema:
         """Columns of a removed FK become attributes again if they were before this editor."""
@@ -473,7 +402,7 @@ class SchemaDraft:
         try:
             new = self._with_fk(self._schema, fk)
         except (SchemaError, KeyError) as e:
-            return self._refuse(op, _reason(e))
+            return self._refuse(op, error_reason(e))
         self._schema = new
         return self._done(op, f"added {fk.label()} (references {fk.parent}."
                               f"{'+'.join(fk.parent_columns)})")
@@ -483,7 +412,7 @@ class SchemaDraft:
         try:
             fk = self._schema.foreign_key(name)
         except KeyError as e:
-            return self._refuse("remove_fk", _reason(e))
+            return self._refuse("remove_fk", error_reason(e))
         new = self._schema.without_foreign_key(name)
         new = self._restore_attributes(new, fk.child, fk.columns)
         self._schema = new
@@ -501,7 +430,7 @@ class SchemaDraft:
             old = self._schema.foreign_key(name)
             ptable = self._schema.table(parent)
         except KeyError as e:
-            return self._refuse("repoint_fk", _reason(e))
+            return self._refuse("repoint_fk", error_reason(e))
         cols = tuple(columns) if columns is not None else tuple(old.columns)
         if not ptable.primary_key:
             return self._refuse("repoint_fk", f"{parent!r} has no primary key to reference")
@@ -516,15 +445,14 @@ class SchemaDraft:
                             nullable_provenance=old.nullable_provenance if columns is None else "declared")
         except SchemaError as e:
             return self._refuse("repoint_fk", "; ".join(p.message for p in e.problems))
-        base = self._schema.without_foreign_key(name)
-        reason = self._check_fk(base, fk)
+        reason = self._check_fk(self._schema, fk, replacing=name)
         if reason is not None:
             return self._refuse("repoint_fk", reason)
         try:
-            new = self._with_fk(self._schema, fk, replace_name=name)  # the cap moves with it
+            new = self._with_fk(self._schema, fk, replacing=name)  # the cap moves with it
             new = self._restore_attributes(new, old.child, [c for c in old.columns if c not in cols])
         except (SchemaError, KeyError) as e:
-            return self._refuse("repoint_fk", _reason(e))
+            return self._refuse("repoint_fk", error_reason(e))
         self._schema = new
         return self._done("repoint_fk", f"re-pointed {old.label()} to {fk.label()}")
 
@@ -533,7 +461,7 @@ class SchemaDraft:
         try:
             t = self._schema.table(table)
         except KeyError as e:
-            return self._refuse("set_public", _reason(e))
+            return self._refuse("set_public", error_reason(e))
         unit = self._schema.privacy_unit
         if public and unit is not None and unit.entity == table:
             return self._refuse("set_public", f"{table!r} is the protected entity; choose another "
@@ -549,7 +477,7 @@ class SchemaDraft:
             try:
                 t = self._schema.table(table)
             except KeyError as e:
-                return self._refuse("set_entity", _reason(e))
+                return self._refuse("set_entity", error_reason(e))
             if t.public:
                 return self._refuse("set_entity", f"{table!r} is public; mark it private first")
         unit = self._schema.privacy_unit or PrivacyUnit()
@@ -562,7 +490,7 @@ class SchemaDraft:
         try:
             self._schema.foreign_key(fk)
         except KeyError as e:
-            return self._refuse("set_cap", _reason(e))
+            return self._refuse("set_cap", error_reason(e))
         if cap is None:
             unit = self._schema.privacy_unit
             if unit is None or fk not in unit.caps:
@@ -599,7 +527,7 @@ class SchemaDraft:
             rel = dp_degree_cap(db, fk, quantile=quantile, rho=rho, candidates=candidates,
                                 rng=np.random.default_rng(random_state))
         except (KeyError, ValueError, SchemaError) as e:
-            return self._refuse("set_cap", _reason(e))
+            return self._refuse("set_cap", error_reason(e))
         self._schema = self._schema.with_cap(fk, rel.tau, source=rel.source())
         return self._done("set_cap", f"τ = {rel.tau} for {fk} (DP {quantile:g}-quantile, ρ = {rho:g} "
                           "charged to the run)")
@@ -609,7 +537,7 @@ class SchemaDraft:
         try:
             p = self.proposal(name)
         except KeyError as e:
-            return self._refuse("accept", _reason(e))
+            return self._refuse("accept", error_reason(e))
         return self._add(p.fk, "accept")
 
     def reject_proposal(self, name: str) -> EditResult:
@@ -617,7 +545,7 @@ class SchemaDraft:
         try:
             p = self.proposal(name)
         except KeyError as e:
-            return self._refuse("reject", _reason(e))
+            return self._refuse("reject", error_reason(e))
         self._rejected.add((p.fk.child, tuple(p.fk.columns), p.fk.parent))
         return self._done("reject", f"rejected the proposal {p.fk.label()}")
 
@@ -632,7 +560,7 @@ class SchemaDraft:
         try:
             repaired, report = db.repair_orphans(how, None if fk is None else [fk])
         except (RelvizError, KeyError, ValueError) as e:
-            return self._refuse("repair", _reason(e))
+            return self._refuse("repair", error_reason(e))
         self._frames = {n: repaired[n] for n in repaired.table_names if n in repaired}
         self._schema = repaired.schema
         self._degrees.clear()
@@ -680,7 +608,7 @@ class SchemaDraft:
             if op == "repair":
                 return self.repair_orphans(request.get("how", "null"), request.get("fk") or None)
         except (KeyError, TypeError, ValueError) as e:
-            return self._refuse(op or "request", f"malformed request ({_reason(e)})")
+            return self._refuse(op or "request", f"malformed request ({error_reason(e)})")
         return self._refuse(op or "request", f"unknown edit {op!r}")
 
     # -- the view model the widget draws ------------------------------------------------------------
@@ -730,378 +658,10 @@ class SchemaDraft:
                 "has_unit": unit is not None, "has_data": self.has_data}
 
 
-def _reason(e: BaseException) -> str:
+def error_reason(e: BaseException) -> str:
+    """One line for a refusal: a relviz error's problems, a KeyError's key, else the message."""
     if isinstance(e, RelvizError) and hasattr(e, "problems"):
         return "; ".join(p.message for p in e.problems)  # type: ignore[attr-defined]
     if isinstance(e, KeyError) and e.args:
         return str(e.args[0])
     return str(e)
-
-
-# ------------------------------------------------------------------------------------------------
-# Budget
-# ------------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ComponentView:
-    """One row of the budget panel: a plan component and what its share buys.
-
-    Attributes:
-        name: Table or FK name.
-        kind: ``"table"`` or ``"edge"``.
-        method: Mechanism / relational method.
-        share: Exact share of ρ.
-        locked: Whether the share is locked.
-        rho: Exact ρ of the component.
-        sigmas: ``{release label: σ}`` from the method's ``noise_scales`` (empty if unavailable).
-        sigma: σ of the first release (a typical marginal cell or degree bin), or ``None``.
-        n: Size the error is relative to (rows of the table; parents of a degree histogram;
-            children per parent on average for per-parent counts), or ``None``.
-        n_label: What ``n`` is, and where it comes from.
-        error: Expected absolute error of a typical cell, ``σ·√(2/π)``.
-        relative_error: ``error / n``, or ``None``.
-        note: Why σ is unavailable (empty otherwise).
-        warning: Plain-words warning when the share is too small to be useful (empty otherwise).
-    """
-
-    name: str
-    kind: str
-    method: str
-    share: Fraction
-    locked: bool
-    rho: Fraction
-    sigmas: dict[str, float] = field(default_factory=dict)
-    sigma: float | None = None
-    n: float | None = None
-    n_label: str = ""
-    error: float | None = None
-    relative_error: float | None = None
-    note: str = ""
-    warning: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "method": self.method,
-                "share": f"{self.share.numerator}/{self.share.denominator}",
-                "share_float": float(self.share), "locked": self.locked, "rho": float(self.rho),
-                "sigmas": dict(self.sigmas), "sigma": self.sigma, "n": self.n, "n_label": self.n_label,
-                "error": self.error, "relative_error": self.relative_error, "note": self.note,
-                "warning": self.warning}
-
-
-class BudgetDraft:
-    """An editable plan (the state behind ``BudgetPanel``).
-
-    Args:
-        source: A :class:`~relviz.database.Database` (row counts are read from it: a curator
-            view for private tables) or a :class:`~relviz.schema.Schema`.
-        plan: Starting plan (default: ``Plan.default(schema, epsilon, delta)``).
-        row_counts: Public row counts (override the data's; without data, enable errors).
-        epsilon, delta: Used only when ``plan`` is not given.
-
-    Attributes:
-        history: Every :class:`EditResult`, oldest first.
-    """
-
-    def __init__(self, source: Database | Schema, plan: Plan | None = None, *,
-                 row_counts: Mapping[str, int] | None = None, epsilon: float = 1.0,
-                 delta: float = 1e-6) -> None:
-        if isinstance(source, Database):
-            self.schema = source.schema
-            counts = source.row_counts()
-            self._counts_from_data = True
-        elif isinstance(source, Schema):
-            self.schema = source
-            counts = {}
-            self._counts_from_data = False
-        else:
-            raise TypeError(f"expected a Database or a Schema, got {type(source).__name__}")
-        self._public_counts = dict(row_counts or {})
-        self.row_counts: dict[str, int] = {**counts, **self._public_counts}
-        self._plan = plan if plan is not None else Plan.default(self.schema, epsilon, delta)
-        self.history: list[EditResult] = []
-
-    # -- state ---------------------------------------------------------------------------------
-    @property
-    def plan(self) -> Plan:
-        return self._plan
-
-    @property
-    def last(self) -> EditResult | None:
-        return self.history[-1] if self.history else None
-
-    def _done(self, op: str, message: str, plan: Plan) -> EditResult:
-        self._plan = plan
-        r = EditResult(True, op, message)
-        self.history.append(r)
-        return r
-
-    def _refuse(self, op: str, reason: str) -> EditResult:
-        r = EditResult(False, op, f"refused: {reason}. The plan is unchanged.")
-        self.history.append(r)
-        return r
-
-    def _counts_are_curator(self, table: str) -> bool:
-        return table not in self._public_counts and self._counts_from_data and \
-            table in self.schema.table_names and not self.schema.table(table).public
-
-    # -- edits ---------------------------------------------------------------------------------
-    def set_plan(self, plan: Plan) -> EditResult:
-        if not isinstance(plan, Plan):
-            return self._refuse("set_plan", f"expected a Plan, got {type(plan).__name__}")
-        return self._done("set_plan", "plan replaced", plan)
-
-    def set_share(self, name: str, share: float | Fraction | str, *, lock: bool = False) -> EditResult:
-        """Set one share exactly (``0.3`` means 3/10); the unlocked others absorb the change."""
-        try:
-            value = to_fraction(share) if not isinstance(share, str) else Fraction(share)
-            plan = self._plan.with_share(name, value, lock=lock)
-        except (PlanError, KeyError, ValueError, ZeroDivisionError) as e:
-            return self._refuse("set_share", _reason(e))
-        return self._done("set_share", f"{name}: share {_fmt_share(value)}", plan)
-
-    def set_lock(self, name: str, locked: bool = True) -> EditResult:
-        try:
-            self._plan.component(name)
-        except KeyError as e:
-            return self._refuse("set_lock", _reason(e))
-        return self._done("set_lock", f"{name} {'locked' if locked else 'unlocked'}",
-                          self._plan.with_lock(name, locked))
-
-    def rebalance(self) -> EditResult:
-        """Split what the locked shares leave equally among the unlocked components."""
-        if not any(not c.locked for c in self._plan.components):
-            return self._refuse("rebalance", "every share is locked; unlock one first")
-        return self._done("rebalance", "unlocked shares rebalanced equally", self._plan.rebalance())
-
-    def set_method(self, name: str, method: str) -> EditResult:
-        """Change a component's mechanism (tables) or relational method (FKs)."""
-        from relviz.relational import available as edge_methods
-        from relviz.single import available as table_methods
-
-        try:
-            comp = self._plan.component(name)
-        except KeyError as e:
-            return self._refuse("set_method", _reason(e))
-        registry = table_methods() if comp.kind == "table" else edge_methods()
-        if method not in registry:
-            return self._refuse("set_method", f"unknown {'mechanism' if comp.kind == 'table' else 'method'} "
-                                f"{method!r}; available: {', '.join(registry)}")
-        plan = self._plan.with_method(name, method)
-        return self._done("set_method", f"{name}: {registry[method]}", plan)
-
-    def set_budget(self, epsilon: float | str | None = None, delta: float | str | None = None
-                   ) -> EditResult:
-        """Change the total ε and/or δ (shares are kept); text is parsed (``"1e-6"``)."""
-        try:
-            eps = None if epsilon is None else float(epsilon)
-            dlt = None if delta is None else float(delta)
-        except (TypeError, ValueError):
-            bad = [f"{k} = {v!r}" for k, v in (("ε", epsilon), ("δ", delta))
-                   if v is not None and not _is_number(v)]
-            return self._refuse("set_budget", f"ε and δ must be numbers (got {', '.join(bad)})")
-        try:
-            plan = self._plan.with_budget(epsilon=eps, delta=dlt)
-            _ = plan.rho_total
-        except (PlanError, ValueError, TypeError, ArithmeticError) as e:
-            return self._refuse("set_budget", _reason(e))
-        return self._done("set_budget", f"ε = {plan.epsilon:g}, δ = {plan.delta:g}", plan)
-
-    def preset(self, name: str) -> EditResult:
-        """Apply a share preset (see :data:`PRESETS`); methods and (ε, δ) are kept, locks cleared."""
-        comps = self._plan.components
-        if not comps:
-            return self._refuse("preset", "the plan has no components")
-        if name == "equal":
-            base = Plan.default(self.schema, self._plan.epsilon, self._plan.delta)
-            shares = {c.name: c.share for c in base.components}
-            if set(shares) != {c.name for c in comps}:  # a hand-made plan: equal shares
-                shares = {c.name: Fraction(1, len(comps)) for c in comps}
-        elif name == "papers":
-            weights = {c.name: Fraction(4 if c.kind == "edge" and "biadj" in c.method else 1)
-                       for c in comps}
-            total = sum(weights.values(), Fraction(0))
-            shares = {k: w / total for k, w in weights.items()}
-        else:
-            return self._refuse("preset", f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
-        new = tuple(replace(c, share=shares[c.name], locked=False) for c in comps)
-        return self._done("preset", PRESETS[name], replace(self._plan, components=new))
-
-    def apply(self, request: Mapping[str, Any]) -> EditResult:
-        """Apply one edit described by a JSON request (``{"op": "set_share", "name", "share"}``,
-        ``set_lock``, ``rebalance``, ``set_method``, ``set_budget``, ``preset``)."""
-        op = str(request.get("op", ""))
-        try:
-            if op == "set_share":
-                return self.set_share(str(request["name"]), request["share"], lock=bool(request.get("lock")))
-            if op == "set_lock":
-                return self.set_lock(str(request["name"]), bool(request["locked"]))
-            if op == "rebalance":
-                return self.rebalance()
-            if op == "set_method":
-                return self.set_method(str(request["name"]), str(request["method"]))
-            if op == "set_budget":
-                return self.set_budget(request.get("epsilon"), request.get("delta"))
-            if op == "preset":
-                return self.preset(str(request["name"]))
-        except (KeyError, TypeError, ValueError) as e:
-            return self._refuse(op or "request", f"malformed request ({_reason(e)})")
-        return self._refuse(op or "request", f"unknown edit {op!r}")
-
-    # -- views ---------------------------------------------------------------------------------
-    def conversion_text(self) -> str:
-        """Which (ε, δ) → ρ conversion the plan uses, and why."""
-        conv = self._plan.resolved_conversion()
-        if conv == "gdp":
-            return "exact Gaussian-DP conversion, since every release of this plan is Gaussian"
-        if conv == "closed_form":
-            return "closed-form conversion ρ = (√(log 1/δ + ε) − √(log 1/δ))², valid but looser"
-        why = ", since a mechanism uses exponential-mechanism selection" if self._plan.conversion == "auto" else ""
-        return "optimal zCDP conversion" + why
-
-    def total_share(self) -> Fraction:
-        return self._plan.total_share()
-
-    def rows(self) -> list[ComponentView]:
-        """Per component: share, ρ, σ bought, expected error of a typical cell (see module doc)."""
-        from relviz.privacy.sensitivity import multipliers
-        from relviz.relational import get as get_linker
-        from relviz.single import get as get_mechanism
-
-        plan, schema = self._plan, self.schema
-        mult, why = None, ""
-        try:
-            mult = multipliers(schema)
-        except (SchemaError, KeyError, nx.NetworkXException) as e:
-            why = f"σ unavailable until the schema is fixed: {_reason(e)}"
-        try:
-            total = Fraction(plan.rho_total)
-        except (ValueError, ArithmeticError) as e:
-            total, why = Fraction(0), f"σ unavailable: {e}"
-        out = []
-        for c in plan.components:
-            rho = total * c.share
-            sigmas: dict[str, float] = {}
-            note = why
-            if mult is not None and rho > 0:
-                try:
-                    sigmas = self._sigmas(c, rho, mult, get_mechanism, get_linker)
-                    if not sigmas:
-                        note = f"{c.method} does not report its noise scale"
-                except (KeyError, SchemaError, ValueError, TypeError, AttributeError) as e:
-                    note = f"σ unavailable: {_reason(e)}"
-            out.append(self._view(c, rho, sigmas, note))
-        return out
-
-    @staticmethod
-    def _sigmas(c: Component, rho: Fraction, mult: Any, get_mechanism: Any, get_linker: Any
-                ) -> dict[str, float]:
-        schema = mult.schema
-        if c.kind == "table":
-            mech = get_mechanism(c.method, **c.params)
-            fn = getattr(mech, "noise_scales", None)
-            if fn is None:
-                return {}
-            return dict(fn(schema.table(c.name), rho, histogram_sensitivity=mult.table_histogram(c.name),
-                           score_sensitivity=mult.table_score(c.name)))
-        linker = get_linker(c.method, **c.params)
-        fn = getattr(linker, "noise_scales", None)
-        if fn is None:
-            return {}
-        return dict(fn(schema, schema.foreign_key(c.name), rho, multipliers=mult))
-
-    def _view(self, c: Component, rho: Fraction, sigmas: dict[str, float], note: str) -> ComponentView:
-        sigma = next(iter(sigmas.values()), None)
-        n: float | None = None
-        n_label = ""
-        if c.kind == "table":
-            if c.name in self.row_counts:
-                n = float(self.row_counts[c.name])
-                n_label = f"{int(n):,} rows of {c.name}"
-                if self._counts_are_curator(c.name):
-                    n_label += f" — {CURATOR_VIEW}"
-        else:
-            try:
-                fk = self.schema.foreign_key(c.name)
-            except KeyError:
-                fk = None
-            if fk is not None and self.schema.table(fk.parent).public:
-                nc, npar = self.row_counts.get(fk.child), self.row_counts.get(fk.parent)
-                if nc is not None and npar:
-                    n = nc / npar
-                    n_label = f"{n:,.1f} {fk.child} rows per {fk.parent} row on average"
-                    if self._counts_are_curator(fk.child):
-                        n_label += f" — {CURATOR_VIEW}"
-            elif fk is not None and fk.parent in self.row_counts:
-                n = float(self.row_counts[fk.parent])
-                n_label = f"{int(n):,} {fk.parent} rows (parents in the degree histogram)"
-                if self._counts_are_curator(fk.parent):
-                    n_label += f" — {CURATOR_VIEW}"
-        error = None if sigma is None else sigma * MEAN_ABS_NORMAL
-        rel = None if error is None or not n else error / n
-        warning = ""
-        if rel is not None and rel > SMALL_SHARE_ERROR:
-            what = "marginal cell" if c.kind == "table" else "bin"
-            warning = (f"share too small to be useful: a typical {what} is off by about {rel:.0%} of "
-                       f"{'the table' if c.kind == 'table' else 'its size'}; give {c.name} a larger share "
-                       "(or raise ε)")
-        return ComponentView(c.name, c.kind, c.method, c.share, c.locked, rho, sigmas, sigma, n, n_label,
-                             error, rel, note, warning)
-
-    def warnings(self) -> list[str]:
-        """Plain-words warnings about the whole plan and each component."""
-        plan = self._plan
-        out = []
-        if plan.epsilon > EPSILON_WARN:
-            out.append(f"ε = {plan.epsilon:g} is above {EPSILON_WARN:g}: a weak guarantee (OpenDP warns "
-                       "above 5); most deployments use ε ≤ 1–5")
-        n, who = self._unit_count()
-        if n and plan.delta >= 1 / n:
-            out.append(f"δ = {plan.delta:g} ≥ 1/n = 1/{n:,} ({who}): with δ this large a mechanism may "
-                       f"release a record outright; choose δ well below 1/n, e.g. {_nice_delta(n):g}")
-        for r in self.rows():
-            if r.warning:
-                out.append(f"{r.name}: {r.warning}")
-        for p in plan.problems(self.schema):
-            out.append(str(p))
-        return out
-
-    def _unit_count(self) -> tuple[int | None, str]:
-        """Rows of the protected entity table (or of the largest private table)."""
-        unit = self.schema.privacy_unit
-        if unit is not None and unit.entity and unit.entity in self.row_counts:
-            return self.row_counts[unit.entity], f"rows of the protected entity {unit.entity}"
-        private = [(self.row_counts[t], t) for t in self.schema.private_tables if t in self.row_counts]
-        if not private:
-            return None, ""
-        n, t = max(private)
-        return n, f"rows of {t}"
-
-    def summary(self) -> dict[str, Any]:
-        """Totals for the panel header (JSON-able)."""
-        plan = self._plan
-        try:
-            rho = plan.rho_total
-        except (ValueError, ArithmeticError):
-            rho = float("nan")
-        total = self.total_share()
-        return {"epsilon": plan.epsilon, "delta": plan.delta, "rho": rho,
-                "conversion": plan.resolved_conversion(), "conversion_text": self.conversion_text(),
-                "total_share": f"{total.numerator}/{total.denominator}", "total_is_one": total == 1}
-
-
-def _fmt_share(x: Fraction) -> str:
-    exact = f" (= {x})" if 1 < x.denominator <= 10_000 else ""
-    return f"{float(x):.4g}{exact}"
-
-
-def _is_number(v: Any) -> bool:
-    try:
-        float(v)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def _nice_delta(n: int) -> float:
-    """A round δ at most 1/(100·n)."""
-    return 10.0 ** math.floor(math.log10(1 / (100 * n)))

@@ -1,6 +1,6 @@
-"""Post-run checks of a ``relviz synth`` output folder (used by ``make demo``).
+"""The demo's output checker: post-run checks of a ``relviz synth`` output folder (``make demo``).
 
-``python -m relviz.checks OUT`` verifies the split of ``OUT`` into ``release/`` (exactly the files
+``python -m relviz.demo_checks OUT`` verifies the split of ``OUT`` into ``release/`` (exactly the files
 that are safe to share) and ``curator/`` (the report that reads the real data), that the release's
 SQLite file passes ``PRAGMA foreign_key_check`` with zero rows, that the ledger's total ρ equals
 the plan's exactly and never exceeds it, and that the ledger does not mark the release as not
@@ -16,10 +16,9 @@ from fractions import Fraction
 from pathlib import Path
 
 from relviz.cli import CURATOR, RELEASE, RELEASE_FILES
+from relviz.synthesizer import NOT_DP  # prefix of the ledger note of a run on inferred facts
 
 __all__ = ["check_output", "main"]
-
-_NOT_DP = "NOT DIFFERENTIALLY PRIVATE"  # prefix of the synthesizer's note (allow_inferred=True)
 
 
 def check_output(out: str | Path, *, report: bool = True) -> list[str]:
@@ -62,7 +61,7 @@ def check_output(out: str | Path, *, report: bool = True) -> list[str]:
         problems.append(f"ledger total ρ {float(spent)!r} differs from the plan's {float(total)!r}")
     if Fraction(ledger["rho_spent_exact"]) != spent:
         problems.append("ledger entries do not add up to its recorded total")
-    problems += [f"the ledger says: {n}" for n in ledger.get("notes", []) if str(n).startswith(_NOT_DP)]
+    problems += [f"the ledger says: {n}" for n in ledger.get("notes", []) if str(n).startswith(NOT_DP)]
     return problems
 
 

@@ -15,13 +15,8 @@ import pytest
 import torch
 from scipy import stats
 
-from relviz.relational.biadjacency import (
-    categorical_rounding,
-    merge_groups,
-    project_capped_simplex,
-    ubs,
-    ubs_many,
-)
+from relviz.relational.biadjacency.projection import project_capped_simplex
+from relviz.relational.biadjacency.ubs import categorical_rounding, merge_groups, ubs, ubs_many
 
 FIG1 = np.array([0.1, 0.2, 0.5, 0.7, 0.6, 0.9])
 X2 = np.array([0.6, 0.6, 0.6, 0.6, 0.3, 0.4, 0.5, 0.4])
@@ -209,3 +204,31 @@ def test_categorical_rounding_frequencies_and_one_parent():
         categorical_rounding(np.zeros((2, 3)), rng)
     with pytest.raises(ValueError):
         categorical_rounding(np.array([[0.5, -0.5, 1.0]]), rng)
+
+
+def test_degree_preserving_rounding_keeps_column_counts() -> None:
+    """Exact column counts on random instances (also with a forbidden diagonal), and the moved
+    rows go where they are likely: with a planted preference the assignment agrees with it."""
+    from relviz.relational.biadjacency.ubs import degree_preserving_rounding
+
+    rng = np.random.default_rng(0)
+    for trial in range(30):
+        n, k = int(rng.integers(5, 300)), int(rng.integers(2, 12))
+        p = rng.random((n, k)) ** 3
+        p /= p.sum(1, keepdims=True)
+        targets = np.bincount(rng.integers(0, k, n), minlength=k)
+        forbidden = None
+        if trial % 3 == 0 and n >= k:
+            forbidden = np.zeros((n, k), dtype=bool)
+            forbidden[np.arange(k), np.arange(k)] = True
+        picks = degree_preserving_rounding(p, targets, rng, forbidden, exact_limit=200)
+        np.testing.assert_array_equal(np.bincount(picks, minlength=k), targets)
+        if forbidden is not None:
+            assert not forbidden[np.arange(n), picks].any()
+    # planted: rows 0…49 belong to column 0, 50…99 to column 1; targets 50/50
+    p = np.full((100, 2), 0.05)
+    p[:50, 0] = p[50:, 1] = 0.95
+    picks = degree_preserving_rounding(p, np.array([50, 50]), np.random.default_rng(1))
+    assert (picks[:50] == 0).mean() > 0.9 and (picks[50:] == 1).mean() > 0.9
+    with pytest.raises(ValueError):
+        degree_preserving_rounding(p, np.array([10, 10]), rng)

@@ -6,15 +6,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from relviz.marginals import cross_marginal_error, enumerate_workloads
 from relviz.relational.biadjacency.algorithm import Settings
 from relviz.relational.biadjacency.batched import BatchedSliceOperator, choose_batch_mn
-from relviz.relational.biadjacency.slicing import check_edge_list
-from relviz.relational.biadjacency.workloads import (
-    SliceOperator,
-    cross_marginal_error,
-    enumerate_workloads,
-)
-from tests.relational.test_biadjacency_algorithm import D1, D2, _run_mn, planted
+from relviz.relational.biadjacency.workloads import SliceOperator
+from tests.relational.biadjacency.oracles import check_edge_list
+from tests.relational.biadjacency.test_algorithm import D1, D2, _run_mn, planted
 
 
 def test_batched_products_equal_single_slice_products() -> None:

@@ -10,27 +10,18 @@ import pandas as pd
 import pytest
 
 from relviz.database import Database
+from relviz.marginals import all_marginals, cross_marginal_error, enumerate_workloads
 from relviz.plan import Plan
 from relviz.privacy.accountant import Accountant, epsilon_from_rho, rho_closed_form
 from relviz.privacy.budget import Budget
 from relviz.privacy.sensitivity import multipliers
 from relviz.progress import silent
-from relviz.relational.biadjacency.algorithm import (
-    Settings,
-    calibrate,
-    learn_relation,
-    schedule,
-)
+from relviz.relational.biadjacency.algorithm import Settings, calibrate, learn_relation, schedule
 from relviz.relational.biadjacency.linker import sensitivity_constant
-from relviz.relational.biadjacency.slicing import check_edge_list
-from relviz.relational.biadjacency.workloads import (
-    all_marginals,
-    cross_marginal_error,
-    enumerate_workloads,
-)
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 from relviz.synthesizer import RelationalSynthesizer
 from tests.conftest import tiny_frames, tiny_schema
+from tests.relational.biadjacency.oracles import check_edge_list
 
 # -- §9.2 calibration (closed-form ρ at ε_rel = 2, δ = 1e-5) ---------------------------------------
 
@@ -248,3 +239,28 @@ def test_self_referential_fk_end_to_end() -> None:
     m = out["people"]["mother"]
     assert not (m == out["people"]["pid"]).fillna(False).any()  # diagonal masked
     assert 0.1 < m.isna().mean() < 0.5  # the measured null share (30 %) survives
+
+
+def test_one_to_many_keeps_the_degrees_of_its_start() -> None:
+    """otm_keep_degrees (default): learning changes which children a parent has, not how many."""
+    db = Database(tiny_schema(), tiny_frames(n_h=300))
+    fk = "persons.hid->households"
+    plan = Plan.default(db.schema, 4.0, 1e-6, mechanism="independent", method="biadjacency")
+    plan = plan.with_params(fk, n_iters=4, slice_cells=20_000)
+    s = RelationalSynthesizer(plan, random_state=0).fit(db)
+    link = s.links_[fk]
+    child, parent = s._fit_synthetic("persons"), s._fit_synthetic("households")
+    from relviz.progress import silent
+    from relviz.relational.biadjacency.linker import _initial_parents
+
+    start = _initial_parents(link.degree_init, child, parent, np.random.default_rng(0), silent(), False)
+    learned = link.parent
+    assert not np.array_equal(start, learned)  # the relation did change
+    # the same multiset of degrees as a start drawn from the same degree model
+    deg = np.bincount(learned[learned >= 0], minlength=parent.n_rows)
+    assert deg.sum() == (learned >= 0).sum() and deg.max() <= 4 + 1
+    with_keep = np.sort(deg)
+    plan2 = plan.with_params(fk, otm_keep_degrees=False)
+    s2 = RelationalSynthesizer(plan2, random_state=0).fit(db)
+    free = s2.links_[fk].parent
+    assert np.sort(np.bincount(free[free >= 0], minlength=parent.n_rows)).tolist() != with_keep.tolist()

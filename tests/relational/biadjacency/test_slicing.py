@@ -8,28 +8,24 @@ import numpy as np
 import pytest
 import torch
 
-from relviz.relational.biadjacency import (
-    SliceOperator,
-    all_marginals,
-    categorical_rounding,
-    check_edge_list,
+from relviz.marginals import all_marginals, enumerate_workloads
+from relviz.privacy.ranking import rank_within_groups
+from relviz.relational.biadjacency.clipping import clip_degrees, degree_clip_mask
+from relviz.relational.biadjacency.pgd import pgd_mn, pgd_otm
+from relviz.relational.biadjacency.slicing import (
     choose_slice_mn,
     choose_slice_otm,
-    clip_degrees,
-    degree_clip_mask,
-    enumerate_workloads,
     initial_edges_mn,
     initial_parents_otm,
     m_syn_rule,
-    pgd_mn,
-    pgd_otm,
-    rank_within_groups,
     reinsert,
     reinsert_otm,
     slice_shape_mn,
     slice_shape_otm,
-    ubs,
 )
+from relviz.relational.biadjacency.ubs import categorical_rounding, ubs
+from relviz.relational.biadjacency.workloads import SliceOperator
+from tests.relational.biadjacency.oracles import check_edge_list
 
 # -------------------------------------------------------------------------------------------- sizes (§3.6, §3.7)
 

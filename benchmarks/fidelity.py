@@ -1,0 +1,740 @@
+"""Fidelity benchmark: every single-table mechanism × relational method × built-in database.
+
+One command from a fresh clone (``make test`` or ``make demo`` creates ``.venv``)::
+
+    .venv/bin/python benchmarks/fidelity.py            # the default grid (a subset, see Cost)
+    .venv/bin/python benchmarks/fidelity.py --quick    # smoke test: every cell once, small sizes
+    .venv/bin/python benchmarks/fidelity.py --paper    # the papers' grid (paper_workloads mode)
+    .venv/bin/python benchmarks/fidelity.py --datasets all --methods all --mechanisms all  # full
+
+What it runs
+------------
+A run is one ``RelationalSynthesizer(plan, random_state=seed).fit(real).sample()`` with ``plan =
+Plan.default(schema, ε, δ = 1e-6, mechanism=…, method=…)`` (tables share 2/3 of ρ, private FKs 1/3),
+for every cell of
+
+* **mechanism** — every registered single-table mechanism (``relviz.single.available()``: ``mst``,
+  ``independent``);
+* **method** — every registered 1:N linker (``relviz.relational.available()``: ``degree``,
+  ``biadjacency``), and ``<name>-mn`` for every registered many-to-many method
+  (``relviz.relational.available_relations()``: ``biadjacency-mn``): the per-FK plan of ``<name>``
+  with every link table (a private table with exactly two FKs: baseball ``college_playing``,
+  movielens ``ratings``, TPC-H ``lineitem``) turned into one M:N relation by
+  ``Plan.with_relation``. An FK the method cannot model falls back to ``degree``
+  (``Plan.default``'s fallback, e.g. bi-adjacency on ``flights.carrier → airlines``, whose parent
+  has no attribute); the substitutions are listed in ``runs.csv``, and a method whose every FK
+  falls back is skipped as a duplicate of ``degree``;
+* **database** — ``nycflights13`` as shipped (planes public); ``nycflights13-tuple``,
+  ``-plane``, ``-row`` and ``-row30``: planes private
+  (``relviz.datasets.nycflights13.planes_private``) under the tuple unit, the plane (entity) unit
+  and the row unit with the default cap τ = 1,500 flights per plane and with τ = 30. Under the row
+  unit one plane row may take its whole set of flights with it, so the sensitivity of every
+  release on ``flights.tailnum → planes`` grows linearly with τ (docs/privacy.md: 2τ + 1 parents
+  change degree, 2τ links move): τ = 1,500 buys ~50× the noise of τ = 30, while τ = 30 drops the
+  flights beyond the 30th of each plane before anything is measured (66 % of the planes fly more;
+  scores are always against the *uncapped* real data, so that loss shows). Then ``movielens``,
+  ``schools``, ``baseball``, ``galton``, ``tpch`` (``load("tpch", sf=0.1)``; sf 0.01 with
+  ``--quick``) and ``census`` (``load("census", n_households=5000)``; 1,000 with ``--quick``);
+* **ε** — {0.5, 1, 4} (``--paper``: {0.2, 0.4, 0.8, 1.6, 3.2}); **seed** — 0, 1, 2 (``--paper``:
+  10 seeds). Seeded runs draw numpy's seedable noise (``Plan.noise = "auto"``): study runs, never
+  a release. Methods share each seed's table noise (per-component generators), so at one seed
+  the relational methods link the same synthetic tables and their differences are the relation's.
+
+A combination the plan rejects (``Plan.problems``, ``Plan.with_relation``, or no link table) is
+skipped and listed with its reason; a run that raises is recorded as failed with the error, and
+the grid goes on.
+
+What it measures (curator view, not private: every score reads the real data; docs/evaluation.md)
+--------------------------------------------------------------------------------------------------
+* ``quality``: the SDMetrics-compatible Quality score (``QualityReport(sdmetrics_compatible=True)``,
+  SDMetrics 0.32's multi-table QualityReport) and its four properties ``column_shapes``,
+  ``column_pair_trends``, ``cardinality``, ``intertable_trends``; ``quality_relviz`` and
+  ``*_relviz``: relviz's variant of the same report, averaged over **all** pairs (no strength
+  threshold, bins over the real range, nulls as a category; docs/evaluation.md §1–§5);
+* ``degree_similarity`` per private FK (CardinalityShapeSimilarity, 1 − KS of the degrees);
+* ``xt3_avg_pct``, ``xt3_max_pct``: the 3-way cross-table marginal error per private FK (average
+  and maximum over all workloads, in %; the bi-adjacency paper's metric,
+  ``relviz.evaluate.cross_table_errors``), and per link table read as an M:N relation
+  (``link_table_error``); FKs whose child or parent has no attribute have none. Per run also their
+  means over the private FKs (``*_mean``) and ``degree_similarity_mean``;
+* TPC-H: ``tpch_error`` per query (Q4, Q5, Q7, Q9, Q12, Q14, Q17, Q19: PrivLava's average relative
+  error, ``tpch_errors``) and ``tpch_mean_error``, their mean over the queries the real data
+  answers (Q17 returns NULL at sf 0.01 and is left out there);
+* census: ``census_error`` per panel (c, a) ∈ {(1,1), (1,2), (2,1), (2,2)} (PrivLava's counting
+  queries, ``census_error_summary``; 2,000 queries per panel, 10,000 with ``--paper``, the papers'
+  number) and ``census_mean_error``;
+* ``validity`` (share of the schema checks the synthetic database passes; must be 1),
+  ``synthetic_rows`` per private table, ``fit_s``, ``sample_s``, ``eval_s`` (wall seconds; the
+  first fit of a shape in a process includes JAX's compilation of MST's estimator), and
+  ``peak_rss_mib`` / ``eval_peak_rss_mib``: the process's peak resident memory (VmHWM of
+  ``/proc/self/status``, reset through ``/proc/self/clear_refs`` before the fit and before the
+  evaluation, as benchmarks/spine.py) during fit + sample, and during the evaluation. It includes
+  the loaded databases; it is NaN where ``/proc`` is not available.
+
+Output (``--out``, default ``benchmarks/results/fidelity/``, gitignored)
+------------------------------------------------------------------------
+* ``fidelity.csv`` — tidy: one row per run × measure × item (``dataset, mechanism, method,
+  epsilon, seed, measure, item, value``; ``item`` is an FK, relation, query, panel or table, empty
+  for run-level measures); appended as each run finishes;
+* ``runs.csv`` — one row per planned run: ``status`` (ok / skipped / failed), ``reason``, the
+  plan's fallbacks, seconds;
+* ``results.md`` — Markdown tables of means ± standard error over seeds per dataset × mechanism ×
+  method × ε (headline, per FK and relation, paper workloads), the skipped and failed cells, the
+  wall time; the headline table is also printed;
+* ``figures.html`` — plotly figures of error against ε, one line per mechanism × method, one
+  panel per dataset (or per query / panel), error bars ± SE, the papers' figure shape: 3-way
+  cross-table error, 1 − Quality, 1 − degree similarity, TPC-H per query, census per panel.
+
+Cost (2 shared cores, ``--jobs 1``; measured on the development machine)
+------------------------------------------------------------------------
+A run with the ``degree`` method costs 5–25 s on the small databases and 35–55 s on nycflights13
+(fit ~20–30 s of MST on 336,776 flights, sample ~5–10 s, evaluation ~8 s); bi-adjacency costs
+~150–210 s per run on nycflights13, TPC-H sf 0.01 and census (15 iterations of projected gradient
+descent on 10⁶-cell slices, per private FK; single-threaded), and the M:N relation on baseball
+several minutes. The full grid (11 databases × 2 mechanisms × 2–3 methods × 3 ε × 3 seeds ≈ 460
+runs) therefore takes about 12–15 hours on 2 cores, so the **default is a subset**: mechanisms
+``mst`` and ``independent``; methods ``degree`` and ``biadjacency``; databases ``galton``,
+``schools``, ``movielens``, ``census``, ``nycflights13-tuple`` and ``nycflights13-row30`` (the
+papers' child-per-parent setting, under the weakest and a useful strongest 1:N unit); ε ∈ {0.5, 1,
+4}; 3 seeds — 6 × 2 × 2 × 9 = 216 runs, measured at about {default_cost} on 2 cores. ``--jobs 2``
+runs two processes (each single-threaded in torch; worth it on two free cores). ``--quick`` runs
+every database, mechanism and method once (ε = 1, seed 0) on small sizes — nycflights13 with a
+uniform sample of 20,000 flights, TPC-H sf 0.01, census 1,000 households — with bi-adjacency cut
+to 3 iterations on 10⁵-cell slices, so its numbers are a smoke test, not the benchmark's: {quick_cost}.
+``--paper`` (ε ∈ {0.2, 0.4, 0.8, 1.6, 3.2}, 10 seeds, 10,000 census queries per panel) defaults
+to the two paper-workload databases, ``tpch`` and ``census``: 2 × 2 × 2 × 5 × 10 = 400 runs, some
+10 hours on 2 cores (``--mechanisms mst --methods degree`` for a first look: about 1.5 hours).
+
+Papers whose workloads it uses
+------------------------------
+* K. Cai, X. Xiao, G. Cormode, "PrivLava: Synthesizing Relational Data with Foreign Keys under
+  Differential Privacy", SIGMOD 2023, §7 (census counting queries, §7.2; TPC-H queries, §7.1/§7.3);
+* K. Cai, X. Xiao, Y. Yang, "PrivPetal: Relational Data Synthesis via Permutation Relations",
+  SIGMOD 2025, §6 (the same two yardsticks);
+* K. Alimohammadi, H. Wang, O. Gulati, A. Srivastava, N. Azizan, "Differentially Private
+  Synthetic Data Generation for Relational Databases", §8 (average 3-way cross-table marginal
+  error; the row-level unit);
+* SDMetrics (the Synthetic Data Vault's evaluation library), the multi-table Quality report.
+
+Definitions: docs/evaluation.md; privacy units and sensitivities: docs/privacy.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import functools
+import math
+import os
+import sys
+import time
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "fidelity"
+DELTA = 1e-6
+
+NYC_VARIANTS = {  # name → (unit, τ) of relviz.datasets.nycflights13.planes_private
+    "nycflights13-tuple": ("tuple", None),
+    "nycflights13-plane": ("plane", None),
+    "nycflights13-row": ("row", None),
+    "nycflights13-row30": ("row", 30),
+}
+DATASETS = ("nycflights13", *NYC_VARIANTS, "movielens", "schools", "baseball", "galton", "tpch",
+            "census")
+DEFAULT_DATASETS = ("galton", "schools", "movielens", "census", "nycflights13-tuple",
+                    "nycflights13-row30")
+PAPER_DATASETS = ("tpch", "census")
+DEFAULT_EPS = (0.5, 1.0, 4.0)
+PAPER_EPS = (0.2, 0.4, 0.8, 1.6, 3.2)
+DEFAULT_MECHANISMS = ("mst", "independent")
+DEFAULT_METHODS = ("degree", "biadjacency")
+MN_SUFFIX = "-mn"
+
+QUICK_FLIGHTS = 20_000
+QUICK_BIADJACENCY = {"n_iters": 3, "slice_cells": 100_000}
+"""Bi-adjacency hyper-parameters of ``--quick`` (a smoke test; defaults: 15 and 10⁶)."""
+
+TIMING = ("fit_s", "sample_s", "eval_s", "peak_rss_mib", "eval_peak_rss_mib")
+HEADLINE = (  # (measure, column title, format)
+    ("quality", "Quality", ".3f"),
+    ("quality_relviz", "Quality (relviz, all pairs)", ".3f"),
+    ("column_shapes", "Column Shapes", ".3f"),
+    ("column_pair_trends", "Column Pair Trends", ".3f"),
+    ("cardinality", "Cardinality", ".3f"),
+    ("intertable_trends", "Intertable Trends", ".3f"),
+    ("degree_similarity_mean", "degree sim. (mean FK)", ".3f"),
+    ("xt3_avg_pct_mean", "3-way avg %", ".1f"),
+    ("xt3_max_pct_mean", "3-way max %", ".1f"),
+    ("workload_error", "workload rel. err.", ".3f"),
+    ("fit_s", "fit s", ".1f"),
+    ("sample_s", "sample s", ".1f"),
+    ("peak_rss_mib", "peak MiB", ".0f"),
+)
+PROPERTY_KEYS = {"Column Shapes": "column_shapes", "Column Pair Trends": "column_pair_trends",
+                 "Cardinality": "cardinality", "Intertable Trends": "intertable_trends"}
+KEY_COLUMNS = ("dataset", "mechanism", "method", "epsilon", "seed")
+RUN_COLUMNS = (*KEY_COLUMNS, "status", "reason", "fallbacks", "seconds")
+MEASURE_COLUMNS = (*KEY_COLUMNS, "measure", "item", "value")
+
+
+# -- memory ------------------------------------------------------------------------------------
+
+def _reset_peak() -> None:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def _peak_mib() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+# -- databases and plans -----------------------------------------------------------------------
+
+@functools.cache
+def _database(name: str, quick: bool, tpch_sf: float, households: int):  # noqa: ANN202 - Database
+    """The built-in database of a grid name (cached per process)."""
+    import relviz
+    from relviz.datasets import nycflights13
+
+    if name == "tpch":
+        return relviz.datasets.load("tpch", sf=tpch_sf)
+    if name == "census":
+        return relviz.datasets.load("census", n_households=households)
+    if name in NYC_VARIANTS or name == "nycflights13":
+        db = relviz.datasets.load("nycflights13")
+        if quick:  # a uniform sample of flights; every parent kept, so no FK breaks
+            flights = db["flights"].sample(QUICK_FLIGHTS, random_state=0).sort_index()
+            db = relviz.Database(db.schema, {**{t: db[t] for t in db.schema.table_names},
+                                             "flights": flights.reset_index(drop=True)})
+        if name == "nycflights13":
+            return db
+        unit, tau = NYC_VARIANTS[name]
+        return nycflights13.planes_private(db, unit, **({} if tau is None else {"tau": tau}))
+    return relviz.datasets.load(name)
+
+
+def _link_tables(schema) -> list[str]:  # noqa: ANN001
+    """Private tables with exactly two FKs: the candidates of ``Plan.with_relation``."""
+    return [t for t in schema.private_tables if len(schema.fks_from(t)) == 2]
+
+
+def _plan(db, mechanism: str, method: str, epsilon: float, delta: float, quick: bool):  # noqa: ANN001, ANN202
+    """``(plan, None, fallbacks)`` for a cell, or ``(None, reason, [])`` when it is skipped."""
+    from relviz.errors import RelvizError
+    from relviz.plan import Plan
+    from relviz.relational import available
+
+    schema = db.schema
+    relation = method[: -len(MN_SUFFIX)] if method.endswith(MN_SUFFIX) else None
+    base = (relation if relation in available() else "degree") if relation else method
+    try:
+        plan = Plan.default(schema, epsilon, delta, mechanism=mechanism, method=base)
+        if relation:
+            links = _link_tables(schema)
+            if not links:
+                return None, "no link table (a private table with exactly two FKs)", []
+            for t in links:
+                plan = plan.with_relation(schema, t, relation)
+    except (RelvizError, KeyError, ValueError) as e:
+        return None, f"plan: {_reason(e)}", []
+    problems = plan.problems(schema)
+    if problems:
+        return None, "; ".join(str(p) for p in problems), []
+    fallbacks = plan.substitutions(schema, base)
+    if base != "degree" and not plan.relations and all(c.method == "degree" for c in plan.edges):
+        return None, f"every FK falls back to degree (same runs as degree): {'; '.join(fallbacks)}", []
+    if quick:
+        for c in plan.components:
+            if c.kind != "table" and c.method == "biadjacency":
+                plan = plan.with_params(c.name, **QUICK_BIADJACENCY)
+    return plan, None, fallbacks
+
+
+def _reason(e: BaseException) -> str:
+    problems = getattr(e, "problems", None)
+    if problems:
+        return "; ".join(str(p) for p in problems)
+    return f"{type(e).__name__}: {e}"
+
+
+# -- one run -----------------------------------------------------------------------------------
+
+@functools.cache
+def _tpch_real_answers(quick: bool, tpch_sf: float, households: int):  # noqa: ANN202
+    from relviz.evaluate import tpch_query_answers
+
+    return tpch_query_answers(_database("tpch", quick, tpch_sf, households))
+
+
+def _nanmean(values: Iterable[float]) -> float:
+    v = [x for x in values if x is not None and not math.isnan(x)]
+    return sum(v) / len(v) if v else float("nan")
+
+
+def _evaluate(name: str, real, syn, opts: dict) -> list[tuple[str, str, float]]:  # noqa: ANN001
+    """``(measure, item, value)`` of one synthetic database against the real one (curator view)."""
+    from relviz.evaluate import (
+        QualityReport,
+        census_error_summary,
+        cross_table_errors,
+        link_table_error,
+        tpch_errors,
+        validity,
+    )
+
+    out: list[tuple[str, str, float]] = []
+    schema = real.schema
+    q = QualityReport(sdmetrics_compatible=True)
+    q.generate(real, syn)
+    props = q.get_properties()
+    out.append(("quality", "", float(q.get_score())))
+    out.append(("quality_relviz", "", _nanmean(float(x) for x in props["relviz Score"])))
+    for r in props.to_dict(orient="records"):
+        key = PROPERTY_KEYS[r["Property"]]
+        out.append((key, "", float(r["SDMetrics Score"])))
+        out.append((f"{key}_relviz", "", float(r["relviz Score"])))
+    private = [fk.name for fk in schema.private_foreign_keys]
+    card = q.get_details("Cardinality").set_index("Foreign Key")["Score"]
+    degs = [(fk, float(card[fk])) for fk in private if fk in card.index]
+    out += [("degree_similarity", fk, v) for fk, v in degs]
+    out.append(("degree_similarity_mean", "", _nanmean(v for _, v in degs)))
+    avgs, maxs = [], []
+    for e in cross_table_errors(real, syn):
+        if e.n_workloads and not math.isnan(e.average_pct):
+            out += [("xt3_avg_pct", e.name, e.average_pct), ("xt3_max_pct", e.name, e.maximum_pct)]
+            avgs.append(e.average_pct)
+            maxs.append(e.maximum_pct)
+    out += [("xt3_avg_pct_mean", "", _nanmean(avgs)), ("xt3_max_pct_mean", "", _nanmean(maxs))]
+    for t in _link_tables(schema):
+        e = link_table_error(real, syn, t)
+        if e.n_workloads and not math.isnan(e.average_pct):
+            out += [("xt3_avg_pct", e.name, e.average_pct), ("xt3_max_pct", e.name, e.maximum_pct)]
+    if name == "tpch":
+        errs = tpch_errors(real, syn, real_answers=_tpch_real_answers(
+            opts["quick"], opts["tpch_sf"], opts["households"]))
+        out += [("tpch_error", r["query"], float(r["error"])) for r in errs.to_dict(orient="records")]
+        mean = _nanmean(float(x) for x in errs["error"])
+        out += [("tpch_mean_error", "", mean), ("workload_error", "", mean)]
+    if name == "census":
+        summ = census_error_summary(real, syn, n=opts["census_queries"], seed=0)
+        out += [("census_error", f"c={int(r['c'])},a={int(r['a'])}", float(r["mean_error"]))
+                for r in summ.to_dict(orient="records")]
+        mean = _nanmean(float(x) for x in summ["mean_error"])
+        out += [("census_mean_error", "", mean), ("workload_error", "", mean)]
+    out.append(("validity", "", float(validity(syn).score)))
+    rows = syn.row_counts()
+    out += [("synthetic_rows", t, float(rows[t])) for t in schema.private_tables]
+    return out
+
+
+def run_one(spec: dict, opts: dict) -> dict:
+    """Fit, sample and evaluate one cell; never raises (a failure is recorded)."""
+    from relviz.synthesizer import RelationalSynthesizer
+
+    t0 = time.perf_counter()
+    key = {k: spec[k] for k in KEY_COLUMNS}
+    try:
+        db = _database(spec["dataset"], opts["quick"], opts["tpch_sf"], opts["households"])
+        plan, reason, fallbacks = _plan(db, spec["mechanism"], spec["method"], spec["epsilon"],
+                                        opts["delta"], opts["quick"])
+        if plan is None:
+            return {"run": {**key, "status": "skipped", "reason": reason, "fallbacks": "",
+                            "seconds": 0.0}, "measures": []}
+        synth = RelationalSynthesizer(plan, random_state=spec["seed"])
+        _reset_peak()
+        t = time.perf_counter()
+        synth.fit(db)
+        fit_s = time.perf_counter() - t
+        t = time.perf_counter()
+        syn = synth.sample()
+        sample_s = time.perf_counter() - t
+        peak = _peak_mib()
+        _reset_peak()
+        t = time.perf_counter()
+        measures = _evaluate(spec["dataset"], db, syn, opts)
+        measures += [("fit_s", "", fit_s), ("sample_s", "", sample_s),
+                     ("eval_s", "", time.perf_counter() - t), ("peak_rss_mib", "", peak),
+                     ("eval_peak_rss_mib", "", _peak_mib())]
+        run = {**key, "status": "ok", "reason": "", "fallbacks": "; ".join(fallbacks),
+               "seconds": time.perf_counter() - t0}
+        return {"run": run, "measures": [{**key, "measure": m, "item": i, "value": v}
+                                         for m, i, v in measures]}
+    except Exception as e:  # noqa: BLE001 - a failed cell is recorded and the grid goes on
+        tb = traceback.format_exc(limit=-3).strip().splitlines()
+        return {"run": {**key, "status": "failed", "reason": f"{type(e).__name__}: {e} "
+                        f"[{' | '.join(x.strip() for x in tb[-4:])}]", "fallbacks": "",
+                        "seconds": time.perf_counter() - t0}, "measures": []}
+
+
+def _init_worker(threads: int) -> None:
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+    except ImportError:  # pragma: no cover
+        pass
+
+
+# -- the grid ----------------------------------------------------------------------------------
+
+def _names(value: str | None, default: Iterable[str], known: Iterable[str], what: str) -> list[str]:
+    known = list(known)
+    if value is None:
+        return list(default)
+    if value == "all":
+        return known
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown {what}: {', '.join(unknown)} (choose from {', '.join(known)}, or all)")
+    return names
+
+
+def _grid(args: argparse.Namespace) -> tuple[list[dict], dict]:
+    from relviz.relational import available, available_relations
+    from relviz.single import available as mechanisms
+
+    methods_known = [*available(), *(m + MN_SUFFIX for m in available_relations())]
+    datasets = _names(args.datasets, DATASETS if args.quick else PAPER_DATASETS if args.paper
+                      else DEFAULT_DATASETS, DATASETS, "datasets")
+    mechs = _names(args.mechanisms, mechanisms() if args.quick else DEFAULT_MECHANISMS,
+                   mechanisms(), "mechanisms")
+    methods = _names(args.methods, methods_known if args.quick else DEFAULT_METHODS, methods_known,
+                     "methods")
+    eps = ([float(e) for e in args.eps.split(",")] if args.eps else
+           [1.0] if args.quick else list(PAPER_EPS if args.paper else DEFAULT_EPS))
+    seeds = args.seeds if args.seeds is not None else 1 if args.quick else 10 if args.paper else 3
+    opts = {"quick": args.quick, "delta": args.delta,
+            "tpch_sf": args.tpch_sf or (0.01 if args.quick else 0.1),
+            "households": args.households or (1000 if args.quick else 5000),
+            "census_queries": args.census_queries or (10_000 if args.paper else 2_000)}
+    specs = [{"dataset": d, "mechanism": m, "method": me, "epsilon": e, "seed": s}
+             for d in datasets for m in mechs for me in methods for e in eps for s in range(seeds)]
+    return specs, opts
+
+
+def _fmt_key(r: dict) -> str:
+    return f"{r['dataset']} {r['mechanism']} {r['method']} ε={r['epsilon']:g} seed {r['seed']}"
+
+
+def _progress_line(i: int, n: int, res: dict) -> str:
+    r = res["run"]
+    head = f"[{i}/{n}] {_fmt_key(r)}"
+    if r["status"] != "ok":
+        return f"{head}: {r['status'].upper()} — {r['reason']}"
+    m = {(x["measure"], x["item"]): x["value"] for x in res["measures"]}
+    parts = [f"Q {m[('quality', '')]:.3f}", f"Q(relviz) {m[('quality_relviz', '')]:.3f}",
+             f"deg {m[('degree_similarity_mean', '')]:.3f}",
+             f"3-way {m[('xt3_avg_pct_mean', '')]:.1f}%"]
+    if ("workload_error", "") in m:
+        parts.append(f"workload {m[('workload_error', '')]:.3f}")
+    parts.append(f"fit {m[('fit_s', '')]:.1f}s sample {m[('sample_s', '')]:.1f}s eval "
+                 f"{m[('eval_s', '')]:.1f}s peak {m[('peak_rss_mib', '')]:.0f} MiB")
+    return f"{head}: " + ", ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--datasets", help=f"comma list or 'all' of {', '.join(DATASETS)} "
+                    f"(default {','.join(DEFAULT_DATASETS)}; --paper: {','.join(PAPER_DATASETS)})")
+    ap.add_argument("--methods", help="comma list or 'all' of the registered relational methods, "
+                    f"<relation method>{MN_SUFFIX} for M:N (default {','.join(DEFAULT_METHODS)})")
+    ap.add_argument("--mechanisms", help="comma list or 'all' of the registered single-table "
+                    f"mechanisms (default {','.join(DEFAULT_MECHANISMS)})")
+    ap.add_argument("--eps", help="comma list of ε (default 0.5,1,4; --paper 0.2,0.4,0.8,1.6,3.2)")
+    ap.add_argument("--seeds", type=int, help="seeds 0..n-1 per cell (default 3; --paper 10)")
+    ap.add_argument("--delta", type=float, default=DELTA, help="δ of every run (default 1e-6)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke test: every dataset/mechanism/method, ε = 1, one seed, small sizes")
+    ap.add_argument("--paper", action="store_true",
+                    help="the papers' grid: ε 0.2..3.2, 10 seeds, 10,000 census queries; tpch, census")
+    ap.add_argument("--tpch-sf", type=float, help="TPC-H scale factor (default 0.1; --quick 0.01)")
+    ap.add_argument("--households", type=int, help="census households (default 5000; --quick 1000)")
+    ap.add_argument("--census-queries", type=int, help="queries per census panel (default 2000; "
+                    "--paper 10000)")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+    ap.add_argument("--jobs", type=int, default=1, help="parallel processes (default 1)")
+    args = ap.parse_args(argv)
+    if args.quick and args.paper:
+        raise SystemExit("--quick and --paper exclude each other")
+
+    start = time.perf_counter()
+    specs, opts = _grid(args)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"fidelity benchmark: {len(specs)} runs "
+          f"({'quick' if args.quick else 'paper' if args.paper else 'grid'}; jobs {args.jobs}) → {out}",
+          flush=True)
+    runs: list[dict] = []
+    measures: list[dict] = []
+    with open(out / "fidelity.csv", "w", newline="", encoding="utf-8") as fm, \
+            open(out / "runs.csv", "w", newline="", encoding="utf-8") as fr:
+        wm = csv.DictWriter(fm, MEASURE_COLUMNS)
+        wr = csv.DictWriter(fr, RUN_COLUMNS)
+        wm.writeheader()
+        wr.writeheader()
+
+        def record(i: int, res: dict) -> None:
+            runs.append(res["run"])
+            measures.extend(res["measures"])
+            wr.writerow(res["run"])
+            wm.writerows(res["measures"])
+            fr.flush()
+            fm.flush()
+            print(_progress_line(i, len(specs), res), flush=True)
+
+        if args.jobs <= 1:
+            for i, spec in enumerate(specs, 1):
+                record(i, run_one(spec, opts))
+        else:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            threads = max(1, (os.cpu_count() or 1) // args.jobs)
+            for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+                os.environ.setdefault(var, str(threads))
+            with ProcessPoolExecutor(args.jobs, mp_context=mp.get_context("spawn"),
+                                     initializer=_init_worker, initargs=(threads,)) as pool:
+                futures = [pool.submit(run_one, spec, opts) for spec in specs]
+                for i, fut in enumerate(as_completed(futures), 1):
+                    record(i, fut.result())
+    wall = time.perf_counter() - start
+    md = markdown(runs, measures, args, opts, wall)
+    (out / "results.md").write_text(md, encoding="utf-8")
+    try:
+        write_figures(out / "figures.html", measures)
+    except Exception as e:  # noqa: BLE001 - the tables are written; say why the figures are not
+        print(f"figures not written: {type(e).__name__}: {e}", file=sys.stderr)
+    print()
+    print(headline_table(runs, measures))
+    bad = [r for r in runs if r["status"] == "failed"]
+    skipped = {(r["dataset"], r["mechanism"], r["method"]): r["reason"] for r in runs
+               if r["status"] == "skipped"}
+    if skipped:
+        print(f"\nskipped {len(skipped)} cells (reasons in results.md and runs.csv)")
+    if bad:
+        print(f"\nFAILED {len(bad)} runs:")
+        for r in bad:
+            print(f"  {_fmt_key(r)}: {r['reason']}")
+    print(f"\nwrote {out / 'fidelity.csv'}, runs.csv, results.md, figures.html")
+    print(f"wall time of the whole grid: {wall:.0f} s ({wall / 60:.1f} min)")
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+def _frame(measures: list[dict]):  # noqa: ANN202 - pandas.DataFrame
+    import pandas as pd
+
+    return pd.DataFrame(measures, columns=list(MEASURE_COLUMNS))
+
+
+def _mean_se(values) -> tuple[float, float, int]:  # noqa: ANN001
+    import numpy as np
+
+    v = np.asarray([x for x in values if not math.isnan(x)], dtype=float)
+    if v.size == 0:
+        return float("nan"), float("nan"), 0
+    se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else float("nan")
+    return float(v.mean()), se, int(v.size)
+
+
+def _cell(values, fmt: str) -> str:  # noqa: ANN001
+    mean, se, n = _mean_se(values)
+    if n == 0:
+        return "—"
+    return f"{mean:{fmt}}" if n == 1 or math.isnan(se) else f"{mean:{fmt}} ± {se:{fmt}}"
+
+
+def _group_order(runs: list[dict]) -> list[tuple]:
+    return list(dict.fromkeys((r["dataset"], r["mechanism"], r["method"], r["epsilon"])
+                              for r in runs if r["status"] == "ok"))
+
+
+def headline_table(runs: list[dict], measures: list[dict]) -> str:
+    """Markdown: mean ± SE over seeds of the headline measures per dataset × mechanism × method × ε."""
+    df = _frame(measures)
+    if df.empty:
+        return "(no successful runs)"
+    run_level = df[df["item"].fillna("") == ""]
+    groups = {k: g for k, g in run_level.groupby(["dataset", "mechanism", "method", "epsilon"])}
+    head = ["dataset", "mechanism", "method", "ε", "seeds", *(t for _, t, _ in HEADLINE)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key in _group_order(runs):
+        g = groups.get(key)
+        if g is None:
+            continue
+        by = {m: gm["value"].tolist() for m, gm in g.groupby("measure")}
+        n = g["seed"].nunique()
+        cells = [key[0], key[1], key[2], f"{key[3]:g}", str(n)]
+        cells += [_cell(by.get(m, []), fmt) for m, _, fmt in HEADLINE]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _item_table(runs: list[dict], measures: list[dict], columns: list[tuple[str, str, str]],
+                item_title: str) -> str:
+    """Markdown: rows dataset × item × mechanism × method × ε, one column per measure."""
+    df = _frame(measures)
+    names = [m for m, _, _ in columns]
+    df = df[df["measure"].isin(names) & (df["item"].fillna("") != "")]
+    if df.empty:
+        return "(none)"
+    groups = {k: g for k, g in df.groupby(["dataset", "item", "mechanism", "method", "epsilon"])}
+    head = ["dataset", item_title, "mechanism", "method", "ε", *(t for _, t, _ in columns)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    items = {d: list(dict.fromkeys(df[df["dataset"] == d]["item"])) for d in df["dataset"].unique()}
+    order = _group_order(runs)
+    for d in dict.fromkeys(k[0] for k in order):
+        for item in items.get(d, []):
+            for key in (k for k in order if k[0] == d):
+                g = groups.get((d, item, key[1], key[2], key[3]))
+                if g is None:
+                    continue
+                by = {m: gm["value"].tolist() for m, gm in g.groupby("measure")}
+                cells = [d, item, key[1], key[2], f"{key[3]:g}"]
+                cells += [_cell(by.get(m, []), fmt) for m, _, fmt in columns]
+                lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown(runs: list[dict], measures: list[dict], args: argparse.Namespace, opts: dict,
+             wall: float) -> str:
+    ok = [r for r in runs if r["status"] == "ok"]
+    failed = [r for r in runs if r["status"] == "failed"]
+    skipped: dict[tuple, str] = {}
+    for r in runs:
+        if r["status"] == "skipped":
+            skipped.setdefault((r["dataset"], r["mechanism"], r["method"]), r["reason"])
+    fallbacks: dict[tuple, str] = {}
+    for r in ok:
+        if r["fallbacks"]:
+            fallbacks.setdefault((r["dataset"], r["method"]), r["fallbacks"])
+    mode = "quick" if args.quick else "paper" if args.paper else "grid"
+    out = [
+        "# Fidelity benchmark (curator view, not private)",
+        "",
+        f"`{' '.join(['.venv/bin/python', 'benchmarks/fidelity.py', *sys.argv[1:]])}` — mode {mode}, "
+        f"δ = {opts['delta']:g}, TPC-H sf {opts['tpch_sf']:g}, census {opts['households']:,} households "
+        f"and {opts['census_queries']:,} queries per panel. {len(ok)} runs ok, {len(failed)} failed, "
+        f"{sum(r['status'] == 'skipped' for r in runs)} skipped; wall time {wall:.0f} s "
+        f"({wall / 60:.1f} min), jobs {args.jobs}.",
+        "",
+        "Means ± standard error over seeds. Quality and its properties: SDMetrics-compatible "
+        "(`QualityReport(sdmetrics_compatible=True)`); *Quality (relviz, all pairs)*: relviz's "
+        "averages over all items. degree sim. and 3-way errors: means over the private FKs (3-way: "
+        "those with attributes on both sides). Workload: TPC-H mean relative error over the queries, "
+        "or census mean relative error over the four panels. Peak MiB: VmHWM during fit + sample.",
+        "",
+        "## Headline",
+        "",
+        headline_table(runs, measures),
+        "",
+        "## Per foreign key and relation",
+        "",
+        _item_table(runs, measures, [("degree_similarity", "degree sim.", ".3f"),
+                                     ("xt3_avg_pct", "3-way avg %", ".1f"),
+                                     ("xt3_max_pct", "3-way max %", ".1f")], "FK / relation"),
+        "",
+        "## Paper workloads (TPC-H per query, census per panel: mean relative error)",
+        "",
+        _item_table(runs, measures, [("tpch_error", "TPC-H", ".3f"), ("census_error", "census", ".3f")],
+                    "query / panel"),
+        "",
+        "## Skipped cells",
+        "",
+    ]
+    out += [f"* {d} · {m} · {me}: {why}" for (d, m, me), why in skipped.items()] or ["(none)"]
+    out += ["", "## Plan fallbacks (FKs the method cannot model, run with degree)", ""]
+    out += [f"* {d} · {me}: {why}" for (d, me), why in fallbacks.items()] or ["(none)"]
+    out += ["", "## Failed runs", ""]
+    out += [f"* {_fmt_key(r)}: {r['reason']}" for r in failed] or ["(none)"]
+    return "\n".join(out) + "\n"
+
+
+# -- figures -----------------------------------------------------------------------------------
+
+FIGURES = (  # (measure, item filter, facet by, title, y title, transform)
+    ("xt3_avg_pct_mean", "", "dataset", "3-way cross-table marginal error (average over workloads, "
+     "mean over private FKs; Alimohammadi et al. §8)", "error (%)", None),
+    ("quality", "", "dataset", "1 − Quality (SDMetrics-compatible QualityReport)", "1 − Quality",
+     "1-"),
+    ("degree_similarity_mean", "", "dataset", "1 − degree similarity (CardinalityShapeSimilarity, "
+     "mean over private FKs)", "1 − similarity", "1-"),
+    ("tpch_error", "*", "item", "TPC-H average relative error per query (PrivLava §7, PrivPetal §6)",
+     "relative error", None),
+    ("census_error", "*", "item", "census counting queries, mean relative error per panel (c, a) "
+     "(PrivLava §7.2, PrivPetal §6.2)", "relative error", None),
+)
+
+
+def write_figures(path: Path, measures: list[dict]) -> None:
+    """One HTML file: for each error, one panel per dataset (or query / panel), a line per
+    mechanism × method against ε (log axis), error bars ± SE over seeds."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+    from plotly.subplots import make_subplots
+
+    df = _frame(measures)
+    parts = []
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    dashes = ["solid", "dash", "dot", "dashdot"]
+    for measure, item, facet, title, ytitle, transform in FIGURES:
+        d = df[df["measure"] == measure]
+        d = d[d["item"].fillna("") != ""] if item == "*" else d[d["item"].fillna("") == item]
+        d = d.dropna(subset=["value"])
+        if d.empty:
+            continue
+        if facet == "item":  # one dataset per figure, panels per query / panel
+            blocks = [(f"{title} — {ds}", d[d["dataset"] == ds], "item") for ds in d["dataset"].unique()]
+        else:
+            blocks = [(title, d, "dataset")]
+        for btitle, b, fcol in blocks:
+            facets = list(dict.fromkeys(b[fcol]))
+            cols = min(4, len(facets))
+            rows = math.ceil(len(facets) / cols)
+            fig = make_subplots(rows=rows, cols=cols, subplot_titles=facets,
+                                horizontal_spacing=0.06, vertical_spacing=0.12 if rows > 1 else 0.1)
+            methods = list(dict.fromkeys(b["method"]))
+            mechs = list(dict.fromkeys(b["mechanism"]))
+            shown: set = set()
+            for k, f in enumerate(facets):
+                r, c = k // cols + 1, k % cols + 1
+                for (mech, meth), g in b[b[fcol] == f].groupby(["mechanism", "method"], sort=False):
+                    stats = [(e, *_mean_se(gg["value"])) for e, gg in g.groupby("epsilon")]
+                    x = [s[0] for s in stats]
+                    y = [(1 - s[1]) if transform == "1-" else s[1] for s in stats]
+                    se = [0.0 if math.isnan(s[2]) else s[2] for s in stats]
+                    label = f"{mech} · {meth}"
+                    fig.add_trace(go.Scatter(
+                        x=x, y=y, error_y={"type": "data", "array": se, "visible": True},
+                        mode="lines+markers", name=label, legendgroup=label,
+                        showlegend=label not in shown,
+                        line={"color": palette[methods.index(meth) % len(palette)],
+                              "dash": dashes[mechs.index(mech) % len(dashes)]}), row=r, col=c)
+                    shown.add(label)
+                fig.update_xaxes(type="log", title_text="ε", row=r, col=c)
+                fig.update_yaxes(title_text=ytitle if c == 1 else None, row=r, col=c)
+            fig.update_layout(title=f"{btitle} — curator view (not private)", height=320 * rows + 120,
+                              template="plotly_white")
+            parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=not parts))
+    html = ("<!doctype html><html><head><meta charset='utf-8'><title>relviz fidelity benchmark</title>"
+            "</head><body><h1>relviz fidelity benchmark: error against ε</h1><p>Curator view (not "
+            "private): every number reads the real data. Lines: mechanism (dash) × relational method "
+            "(colour); error bars ± standard error over seeds. Written by benchmarks/fidelity.py."
+            "</p>" + "\n".join(parts) + "</body></html>")
+    path.write_text(html, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

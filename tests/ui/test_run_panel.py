@@ -1,0 +1,69 @@
+"""relviz.ui.run_panel without a browser: launch, progress, ledger, cancel and failures, driven from
+Python."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from relviz.database import Database
+from relviz.plan import Plan
+from relviz.run import Run
+from tests.conftest import tiny_frames, until
+
+
+def _plan(db: Database) -> Plan:
+    return Plan.default(db.schema, 1.0, 1e-6, mechanism="independent")
+
+
+def test_run_panel_launch_progress_ledger_and_cancel(tiny_db: Database) -> None:
+    pytest.importorskip("ipywidgets")
+    from relviz.ui import RunPanel
+
+    plan = _plan(tiny_db)
+    panel = RunPanel(tiny_db, plan, random_state=0, min_interval=0.0)
+    assert panel.status == "idle" and not panel._launch.disabled and panel._cancel.disabled
+    assert panel._progress.value.count("relviz-rp-track") == len(plan.components)
+    assert panel.launch()
+    assert panel.run.wait(60) and until(lambda: panel.status == "done")
+    assert panel.run.ledger.spent() == Fraction(plan.rho_total)
+    assert "data-status='done'" in panel._status.value
+    assert "exactly the plan" in panel._ledger.value
+    assert panel._progress.value.count("data-fraction='1.0000'") == len(plan.components)
+    assert "Done in" in panel._result.value and "noisy releases" in panel._result.value
+    assert panel._launch.description == "Launch again"
+
+    # cancel through the panel while the second table is being fitted, then launch again
+    def cancel_in_persons(r: Run) -> None:
+        s = r.snapshot()
+        if s.status == "running" and next(c for c in s.components if c.name == "persons").stage == "fit":
+            panel.cancel()
+    off = panel.run.observe(cancel_in_persons)
+    panel.launch()
+    assert panel.run.wait(60) and until(lambda: panel.status == "cancelled")
+    assert "relviz-rp-cancelled" in panel._message.value
+    assert "what the cancelled attempt spent" in panel._ledger.value
+    off()
+    assert panel.launch() and panel.run.wait(60) and until(lambda: panel.status == "done")
+    assert "#2 cancelled" in panel._result.value
+
+    # a plan change while idle applies at once; the rows follow it
+    plan2 = Plan.default(tiny_db.schema, 2.0, 1e-6, mechanism="independent")
+    assert panel.set_inputs(plan=plan2) == "applied" and panel.run.plan is plan2
+    assert "ε = 2" in panel._title.value
+
+
+def test_run_panel_shows_failures(tiny_db: Database) -> None:
+    pytest.importorskip("ipywidgets")
+    from relviz.ui import RunPanel
+
+    f = tiny_frames()
+    f["persons"].loc[0, "hid"] = 12345
+    panel = RunPanel(Database(tiny_db.schema, f, validate=False), _plan(tiny_db), min_interval=0.0)
+    panel.launch()
+    assert panel.run.wait(60) and until(lambda: panel.status == "failed")
+    assert "DataError" in panel._message.value and "orphan" in panel._message.value
+    assert not panel._launch.disabled  # usable: fix the data and launch again
+    panel.set_inputs(db=tiny_db)
+    assert panel.launch() and panel.run.wait(60) and until(lambda: panel.status == "done")
