@@ -101,6 +101,10 @@ class SchemaEditor(anywidget.AnyWidget):
     def set_cap(self, fk: str, cap: int | None) -> EditResult:
         return self._refresh(self.draft.set_cap(fk, cap))
 
+    def set_cap_dp(self, fk: str, **kwargs) -> EditResult:  # noqa: ANN003
+        """τ from a DP quantile of the degrees (``SchemaDraft.set_cap_dp``; charged to the run)."""
+        return self._refresh(self.draft.set_cap_dp(fk, **kwargs))
+
     def accept_proposal(self, name: str) -> EditResult:
         return self._refresh(self.draft.accept_proposal(name))
 

@@ -580,7 +580,8 @@ class SchemaDraft:
 
         ``{"op": "add_fk", "child", "columns", "parent"}``, ``{"op": "remove_fk", "fk"}``,
         ``{"op": "repoint_fk", "fk", "parent"}``, ``{"op": "set_public", "table", "public"}``,
-        ``{"op": "set_entity", "table"}``, ``{"op": "set_cap", "fk", "cap"}``,
+        ``{"op": "set_entity", "table"}``, ``{"op": "set_cap", "fk", "cap"}``, ``{"op": "set_cap_dp", "fk", "quantile", "rho",
+        "candidates"}``,
         ``{"op": "accept", "fk"}``, ``{"op": "reject", "fk"}``,
         ``{"op": "repair", "how", "fk"}``. Anything else is refused.
         """
@@ -601,6 +602,10 @@ class SchemaDraft:
             if op == "set_cap":
                 cap = request.get("cap")
                 return self.set_cap(str(request["fk"]), None if cap in (None, "") else cap)
+            if op == "set_cap_dp":
+                return self.set_cap_dp(str(request["fk"]), quantile=float(request.get("quantile", 0.95)),
+                                       rho=float(request.get("rho", 1e-3)),
+                                       candidates=tuple(request.get("candidates", (1, 100))))
             if op == "accept":
                 return self.accept_proposal(str(request["fk"]))
             if op == "reject":

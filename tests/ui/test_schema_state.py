@@ -202,3 +202,5 @@ def test_cap_typed_next_to_the_real_degrees_is_recorded(draft: SchemaDraft) -> N
     src = draft.schema.privacy_unit.cap_sources[VP]
     assert src["how"] == "dp" and src["rho"] == "1/2"
     assert 1 <= draft.schema.privacy_unit.caps[VP] <= 30
+    res = draft.apply({"op": "set_cap_dp", "fk": VP, "quantile": 0.5, "rho": 0.25, "candidates": [1, 10]})
+    assert res.ok and draft.schema.privacy_unit.cap_sources[VP]["rho"] == "1/4"
