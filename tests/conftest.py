@@ -171,3 +171,15 @@ def clinic_ready_db(clinic_db: Database) -> Database:
     out = d.database
     assert out is not None and out.problems() == []
     return out
+
+
+@pytest.fixture(scope="module")
+def single_torch_thread():  # noqa: ANN201
+    """One intra-op torch thread for a test module (tiny tensors: avoids oversubscribing small
+    machines), restored afterwards."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

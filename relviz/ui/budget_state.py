@@ -22,7 +22,7 @@ from relviz.errors import PlanError
 from relviz.plan import NoisePreview, Plan
 from relviz.privacy.budget import to_fraction
 from relviz.schema import Schema
-from relviz.ui.schema_state import EditResult, error_reason
+from relviz.ui.schema_state import EditHistory, EditResult, error_reason
 
 __all__ = [
     "BudgetDraft",
@@ -43,7 +43,7 @@ PRESETS: dict[str, str] = {
 }
 
 
-class BudgetDraft:
+class BudgetDraft(EditHistory):
     """An editable plan (the state behind ``BudgetPanel``).
 
     Args:
@@ -80,20 +80,11 @@ class BudgetDraft:
     def plan(self) -> Plan:
         return self._plan
 
-    @property
-    def last(self) -> EditResult | None:
-        return self.history[-1] if self.history else None
+    _subject = "plan"
 
     def _done(self, op: str, message: str, plan: Plan) -> EditResult:
         self._plan = plan
-        r = EditResult(True, op, message)
-        self.history.append(r)
-        return r
-
-    def _refuse(self, op: str, reason: str) -> EditResult:
-        r = EditResult(False, op, f"refused: {reason}. The plan is unchanged.")
-        self.history.append(r)
-        return r
+        return self._record(True, op, message)
 
     # -- edits ---------------------------------------------------------------------------------
     def set_plan(self, plan: Plan) -> EditResult:

@@ -75,6 +75,26 @@ class EditResult:
         return self.ok
 
 
+class EditHistory:
+    """The edit log of a draft: every :class:`EditResult`, oldest first (``history``), and the
+    two ways an edit ends. ``_subject`` names what a refused edit leaves unchanged."""
+
+    _subject = "draft"
+    history: list[EditResult]
+
+    @property
+    def last(self) -> EditResult | None:
+        return self.history[-1] if self.history else None
+
+    def _record(self, ok: bool, op: str, message: str) -> EditResult:
+        r = EditResult(ok, op, message)
+        self.history.append(r)
+        return r
+
+    def _refuse(self, op: str, reason: str) -> EditResult:
+        return self._record(False, op, f"refused: {reason}. The {self._subject} is unchanged.")
+
+
 def problem_dict(p: Problem) -> dict[str, Any]:
     """A JSON-able view of a :class:`~relviz.errors.Problem` (for the widgets)."""
     return {"kind": p.kind, "message": p.message, "table": p.table, "column": p.column,
@@ -130,7 +150,7 @@ def _same_key(a: ForeignKey, b: ForeignKey) -> bool:
     return (a.child, tuple(a.columns), a.parent) == (b.child, tuple(b.columns), b.parent)
 
 
-class SchemaDraft:
+class SchemaDraft(EditHistory):
     """An editable schema over the data it describes (the state behind ``SchemaEditor``).
 
     Args:
@@ -185,10 +205,6 @@ class SchemaDraft:
         if self._frames is None:
             return None
         return Database(self._schema, self._frames, validate=False)
-
-    @property
-    def last(self) -> EditResult | None:
-        return self.history[-1] if self.history else None
 
     def row_count(self, table: str) -> int | None:
         """Rows of ``table`` (read from the data: a curator view for private tables)."""
@@ -314,15 +330,10 @@ class SchemaDraft:
         return out
 
     # -- edits ---------------------------------------------------------------------------------
-    def _done(self, op: str, message: str) -> EditResult:
-        r = EditResult(True, op, message)
-        self.history.append(r)
-        return r
+    _subject = "schema"
 
-    def _refuse(self, op: str, reason: str) -> EditResult:
-        r = EditResult(False, op, f"refused: {reason}. The schema is unchanged.")
-        self.history.append(r)
-        return r
+    def _done(self, op: str, message: str) -> EditResult:
+        return self._record(True, op, message)
 
     def _check_fk(self, schema: Schema, fk: ForeignKey, *, replacing: str | None = None) -> str | None:
         """Why ``fk`` may not join ``schema`` (``None`` when it may): the schema's own check

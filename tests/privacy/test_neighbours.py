@@ -131,15 +131,7 @@ def _plans() -> list[Any]:
     return out
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_torch_thread():
-    """Tiny tensors: one intra-op thread (bi-adjacency) avoids oversubscribing small machines."""
-    import torch
-
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("single_torch_thread")  # bi-adjacency on tiny tensors
 
 
 # ------------------------------------------------------------------------------------------------

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _single_torch_thread():
-    """Tiny tensors: one intra-op thread avoids OpenMP oversubscription on small CI machines (restored after)."""
-    n_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _single_torch_thread(single_torch_thread):  # noqa: ANN001, ANN202
+    """Every relational test module runs torch on one intra-op thread (tests/conftest.py)."""
     yield
-    torch.set_num_threads(n_threads)
