@@ -124,6 +124,7 @@ from __future__ import annotations
 import argparse
 import csv
 import functools
+import gc
 import math
 import os
 import sys
@@ -156,7 +157,6 @@ QUICK_FLIGHTS = 20_000
 QUICK_BIADJACENCY = {"n_iters": 3, "slice_cells": 100_000}
 """Bi-adjacency hyper-parameters of ``--quick`` (a smoke test; defaults: 15 and 10⁶)."""
 
-TIMING = ("fit_s", "sample_s", "eval_s", "peak_rss_mib", "eval_peak_rss_mib")
 HEADLINE = (  # (measure, column title, format)
     ("quality", "Quality", ".3f"),
     ("quality_relviz", "Quality (relviz, all pairs)", ".3f"),
@@ -171,6 +171,7 @@ HEADLINE = (  # (measure, column title, format)
     ("fit_s", "fit s", ".1f"),
     ("sample_s", "sample s", ".1f"),
     ("peak_rss_mib", "peak MiB", ".0f"),
+    ("peak_rss_added_mib", "added MiB", ".0f"),
 )
 PROPERTY_KEYS = {"Column Shapes": "column_shapes", "Column Pair Trends": "column_pair_trends",
                  "Cardinality": "cardinality", "Intertable Trends": "intertable_trends"}
@@ -188,10 +189,11 @@ def _reset_peak() -> None:
         pass
 
 
-def _peak_mib() -> float:
+def _status_mib(field: str = "VmHWM") -> float:
+    """``VmHWM`` (peak resident memory since the last reset) or ``VmRSS`` of this process, MiB."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -200,7 +202,7 @@ def _peak_mib() -> float:
 
 # -- databases and plans -----------------------------------------------------------------------
 
-@functools.cache
+@functools.lru_cache(maxsize=1)  # one database at a time: the peak memory of a run is its own
 def _database(name: str, quick: bool, tpch_sf: float, households: int):  # noqa: ANN202 - Database
     """The built-in database of a grid name (cached per process)."""
     import relviz
@@ -230,7 +232,7 @@ def _link_tables(schema) -> list[str]:  # noqa: ANN001
 
 def _plan(db, mechanism: str, method: str, epsilon: float, delta: float, quick: bool):  # noqa: ANN001, ANN202
     """``(plan, None, fallbacks)`` for a cell, or ``(None, reason, [])`` when it is skipped."""
-    from relviz.errors import RelvizError
+    from relviz import RelvizError
     from relviz.plan import Plan
     from relviz.relational import available
 
@@ -351,20 +353,22 @@ def run_one(spec: dict, opts: dict) -> dict:
             return {"run": {**key, "status": "skipped", "reason": reason, "fallbacks": "",
                             "seconds": 0.0}, "measures": []}
         synth = RelationalSynthesizer(plan, random_state=spec["seed"])
+        gc.collect()
         _reset_peak()
+        base = _status_mib("VmRSS")
         t = time.perf_counter()
         synth.fit(db)
         fit_s = time.perf_counter() - t
         t = time.perf_counter()
         syn = synth.sample()
         sample_s = time.perf_counter() - t
-        peak = _peak_mib()
+        peak = _status_mib()
         _reset_peak()
         t = time.perf_counter()
         measures = _evaluate(spec["dataset"], db, syn, opts)
         measures += [("fit_s", "", fit_s), ("sample_s", "", sample_s),
                      ("eval_s", "", time.perf_counter() - t), ("peak_rss_mib", "", peak),
-                     ("eval_peak_rss_mib", "", _peak_mib())]
+                     ("peak_rss_added_mib", "", peak - base), ("eval_peak_rss_mib", "", _status_mib())]
         run = {**key, "status": "ok", "reason": "", "fallbacks": "; ".join(fallbacks),
                "seconds": time.perf_counter() - t0}
         return {"run": run, "measures": [{**key, "measure": m, "item": i, "value": v}
@@ -439,7 +443,8 @@ def _progress_line(i: int, n: int, res: dict) -> str:
     if ("workload_error", "") in m:
         parts.append(f"workload {m[('workload_error', '')]:.3f}")
     parts.append(f"fit {m[('fit_s', '')]:.1f}s sample {m[('sample_s', '')]:.1f}s eval "
-                 f"{m[('eval_s', '')]:.1f}s peak {m[('peak_rss_mib', '')]:.0f} MiB")
+                 f"{m[('eval_s', '')]:.1f}s peak {m[('peak_rss_mib', '')]:.0f} MiB "
+                 f"(+{m[('peak_rss_added_mib', '')]:.0f})")
     return f"{head}: " + ", ".join(parts)
 
 
