@@ -31,8 +31,9 @@ for every cell of
   unit one plane row may take its whole set of flights with it, so the sensitivity of every
   release on ``flights.tailnum → planes`` grows linearly with τ (docs/privacy.md: 2τ + 1 parents
   change degree, 2τ links move): τ = 1,500 buys ~50× the noise of τ = 30, while τ = 30 drops the
-  flights beyond the 30th of each plane before anything is measured (66 % of the planes fly more;
-  scores are always against the *uncapped* real data, so that loss shows). Then ``movielens``,
+  flights beyond the 30th of each plane before anything is measured (66 % of the planes fly more:
+  203,543 of the 336,776 flights go; scores are always against the *uncapped* real data, so that
+  loss shows). Both are run because neither is free. Then ``movielens``,
   ``schools``, ``baseball``, ``galton``, ``tpch`` (``load("tpch", sf=0.1)``; sf 0.01 with
   ``--quick``) and ``census`` (``load("census", n_households=5000)``; 1,000 with ``--quick``);
 * **ε** — {0.5, 1, 4} (``--paper``: {0.2, 0.4, 0.8, 1.6, 3.2}); **seed** — 0, 1, 2 (``--paper``:
@@ -68,8 +69,12 @@ What it measures (curator view, not private: every score reads the real data; do
   first fit of a shape in a process includes JAX's compilation of MST's estimator), and
   ``peak_rss_mib`` / ``eval_peak_rss_mib``: the process's peak resident memory (VmHWM of
   ``/proc/self/status``, reset through ``/proc/self/clear_refs`` before the fit and before the
-  evaluation, as benchmarks/spine.py) during fit + sample, and during the evaluation. It includes
-  the loaded databases; it is NaN where ``/proc`` is not available.
+  evaluation, as benchmarks/spine.py; not tracemalloc, which misses numpy's, torch's and JAX's
+  native buffers and slows the run) during fit + sample, and during the evaluation. The peak also
+  holds whatever the process kept from earlier runs (relviz's dataset cache, JAX's compiled
+  code), so it grows along a grid; ``peak_rss_added_mib`` is the peak minus the resident memory
+  at the start of the fit, what the run itself added (a lower bound: memory freed by an earlier
+  run is reused first). NaN where ``/proc`` is not available.
 
 Output (``--out``, default ``benchmarks/results/fidelity/``, gitignored)
 ------------------------------------------------------------------------
@@ -85,25 +90,34 @@ Output (``--out``, default ``benchmarks/results/fidelity/``, gitignored)
   panel per dataset (or per query / panel), error bars ± SE, the papers' figure shape: 3-way
   cross-table error, 1 − Quality, 1 − degree similarity, TPC-H per query, census per panel.
 
-Cost (2 shared cores, ``--jobs 1``; measured on the development machine)
-------------------------------------------------------------------------
-A run with the ``degree`` method costs 5–25 s on the small databases and 35–55 s on nycflights13
-(fit ~20–30 s of MST on 336,776 flights, sample ~5–10 s, evaluation ~8 s); bi-adjacency costs
-~150–210 s per run on nycflights13, TPC-H sf 0.01 and census (15 iterations of projected gradient
-descent on 10⁶-cell slices, per private FK; single-threaded), and the M:N relation on baseball
-several minutes. The full grid (11 databases × 2 mechanisms × 2–3 methods × 3 ε × 3 seeds ≈ 460
-runs) therefore takes about 12–15 hours on 2 cores, so the **default is a subset**: mechanisms
-``mst`` and ``independent``; methods ``degree`` and ``biadjacency``; databases ``galton``,
-``schools``, ``movielens``, ``census``, ``nycflights13-tuple`` and ``nycflights13-row30`` (the
-papers' child-per-parent setting, under the weakest and a useful strongest 1:N unit); ε ∈ {0.5, 1,
-4}; 3 seeds — 6 × 2 × 2 × 9 = 216 runs, measured at about {default_cost} on 2 cores. ``--jobs 2``
-runs two processes (each single-threaded in torch; worth it on two free cores). ``--quick`` runs
-every database, mechanism and method once (ε = 1, seed 0) on small sizes — nycflights13 with a
-uniform sample of 20,000 flights, TPC-H sf 0.01, census 1,000 households — with bi-adjacency cut
-to 3 iterations on 10⁵-cell slices, so its numbers are a smoke test, not the benchmark's: {quick_cost}.
-``--paper`` (ε ∈ {0.2, 0.4, 0.8, 1.6, 3.2}, 10 seeds, 10,000 census queries per panel) defaults
-to the two paper-workload databases, ``tpch`` and ``census``: 2 × 2 × 2 × 5 × 10 = 400 runs, some
-10 hours on 2 cores (``--mechanisms mst --methods degree`` for a first look: about 1.5 hours).
+Cost (2 shared cores; measured on the development machine, --jobs 1 unless said)
+--------------------------------------------------------------------------------
+Per run (fit + sample + evaluation) with ``mst``, the cores otherwise idle: the ``degree`` method
+takes 2–10 s on galton, schools and movielens, 20–35 s on baseball, census and TPC-H (sf 0.01 or
+0.1) and 35–55 s on nycflights13 (MST on 336,776 flights; evaluation ~8 s); ``independent`` saves
+most of the table fit. Bi-adjacency costs 2–6 s on galton, ~20 s on schools, ~45 s on movielens,
+~100 s on baseball and 150–210 s on census, TPC-H and nycflights13 (15 iterations of projected
+gradient descent on 10⁶-cell slices per private FK, single-threaded in torch, whatever the
+database's size); the M:N relation 115 s (TPC-H ``lineitem``) to 220 s (baseball) of fit. With
+other jobs on the two cores (load 4), every number roughly doubles. The full grid (``--datasets all
+--methods all --mechanisms all``: 11 databases, 594 cells, of which 432 run and 162 are skipped for
+want of a usable link table) takes about 10 hours with one job, so the **default is a subset**:
+mechanism ``mst``; methods ``degree`` and ``biadjacency``; databases ``galton``, ``schools``,
+``movielens``, ``census`` and ``nycflights13-tuple`` (the papers' child-per-parent setting); ε ∈
+{0.5, 1, 4}; 3 seeds: 90 runs, about 80 minutes by the per-run costs above (about 45 minutes with
+``--jobs 2`` on two free cores). ``--jobs N`` runs N spawned processes (torch single-threaded in
+each); seconds and peak memory are then per process but the cores are shared, so compare timings
+only within one ``--jobs``. Measured: ``--datasets
+galton,census,tpch,nycflights13-tuple,nycflights13-plane --mechanisms mst --methods
+degree,biadjacency --eps 1 --seeds 3 --tpch-sf 0.01 --jobs 2`` (30 runs) took 39 minutes at load 4.
+``--quick`` runs every database, mechanism and method once (ε = 1, seed 0; 66 cells, 48 runs) on
+small sizes — nycflights13 with a uniform sample of 20,000 flights, TPC-H sf 0.01, census 1,000
+households — with bi-adjacency cut to 3 iterations on 10⁵-cell slices (its numbers are a smoke
+test, not the benchmark's): measured 4.9 minutes (6.9 at load 2–4). ``--paper`` (ε ∈ {0.2, 0.4,
+0.8, 1.6, 3.2}, 10 seeds, 10,000 census queries per panel) defaults to the two databases with paper
+workloads, ``tpch`` (sf 0.1) and ``census``, with ``mst`` and both 1:N methods: 2 × 2 × 5 × 10 =
+200 runs, about 5 hours with one job (``--paper --methods degree``, 100 runs: about 45 minutes;
+``--paper --mechanisms all --methods all`` adds ``independent`` and TPC-H's M:N relation).
 
 Papers whose workloads it uses
 ------------------------------
@@ -144,12 +158,11 @@ NYC_VARIANTS = {  # name → (unit, τ) of relviz.datasets.nycflights13.planes_p
 }
 DATASETS = ("nycflights13", *NYC_VARIANTS, "movielens", "schools", "baseball", "galton", "tpch",
             "census")
-DEFAULT_DATASETS = ("galton", "schools", "movielens", "census", "nycflights13-tuple",
-                    "nycflights13-row30")
+DEFAULT_DATASETS = ("galton", "schools", "movielens", "census", "nycflights13-tuple")
 PAPER_DATASETS = ("tpch", "census")
 DEFAULT_EPS = (0.5, 1.0, 4.0)
 PAPER_EPS = (0.2, 0.4, 0.8, 1.6, 3.2)
-DEFAULT_MECHANISMS = ("mst", "independent")
+DEFAULT_MECHANISMS = ("mst",)
 DEFAULT_METHODS = ("degree", "biadjacency")
 MN_SUFFIX = "-mn"
 
@@ -511,9 +524,15 @@ def main(argv: list[str] | None = None) -> None:
                 os.environ.setdefault(var, str(threads))
             with ProcessPoolExecutor(args.jobs, mp_context=mp.get_context("spawn"),
                                      initializer=_init_worker, initargs=(threads,)) as pool:
-                futures = [pool.submit(run_one, spec, opts) for spec in specs]
+                futures = {pool.submit(run_one, spec, opts): spec for spec in specs}
                 for i, fut in enumerate(as_completed(futures), 1):
-                    record(i, fut.result())
+                    try:
+                        res = fut.result()
+                    except Exception as e:  # noqa: BLE001 - a worker died (e.g. killed for memory)
+                        key = {k: futures[fut][k] for k in KEY_COLUMNS}
+                        res = {"run": {**key, "status": "failed", "reason": f"worker: {_reason(e)}",
+                                       "fallbacks": "", "seconds": float("nan")}, "measures": []}
+                    record(i, res)
     wall = time.perf_counter() - start
     md = markdown(runs, measures, args, opts, wall)
     (out / "results.md").write_text(md, encoding="utf-8")
@@ -639,7 +658,8 @@ def markdown(runs: list[dict], measures: list[dict], args: argparse.Namespace, o
         "(`QualityReport(sdmetrics_compatible=True)`); *Quality (relviz, all pairs)*: relviz's "
         "averages over all items. degree sim. and 3-way errors: means over the private FKs (3-way: "
         "those with attributes on both sides). Workload: TPC-H mean relative error over the queries, "
-        "or census mean relative error over the four panels. Peak MiB: VmHWM during fit + sample.",
+        "or census mean relative error over the four panels. Peak MiB: VmHWM during fit + sample; "
+        "added MiB: that peak minus the resident memory at the start of the fit.",
         "",
         "## Headline",
         "",
@@ -651,10 +671,17 @@ def markdown(runs: list[dict], measures: list[dict], args: argparse.Namespace, o
                                      ("xt3_avg_pct", "3-way avg %", ".1f"),
                                      ("xt3_max_pct", "3-way max %", ".1f")], "FK / relation"),
         "",
-        "## Paper workloads (TPC-H per query, census per panel: mean relative error)",
+        "## Paper workloads",
         "",
-        _item_table(runs, measures, [("tpch_error", "TPC-H", ".3f"), ("census_error", "census", ".3f")],
-                    "query / panel"),
+        "TPC-H: average relative error per query (PrivLava §7; a query whose real answer is NULL "
+        "has none).",
+        "",
+        _item_table(runs, measures, [("tpch_error", "TPC-H rel. err.", ".3f")], "query"),
+        "",
+        "Census: mean relative error of the counting queries per panel (c persons, a attributes per "
+        "predicate; PrivLava §7.2).",
+        "",
+        _item_table(runs, measures, [("census_error", "census rel. err.", ".3f")], "panel (c, a)"),
         "",
         "## Skipped cells",
         "",
@@ -709,26 +736,33 @@ def write_figures(path: Path, measures: list[dict]) -> None:
             cols = min(4, len(facets))
             rows = math.ceil(len(facets) / cols)
             fig = make_subplots(rows=rows, cols=cols, subplot_titles=facets,
-                                horizontal_spacing=0.06, vertical_spacing=0.12 if rows > 1 else 0.1)
+                                horizontal_spacing=0.06, vertical_spacing=0.35 / rows)
             methods = list(dict.fromkeys(b["method"]))
             mechs = list(dict.fromkeys(b["mechanism"]))
+            lines = list(dict.fromkeys(zip(b["mechanism"], b["method"], strict=True)))
+            eps = sorted(set(b["epsilon"]))
             shown: set = set()
             for k, f in enumerate(facets):
                 r, c = k // cols + 1, k % cols + 1
                 for (mech, meth), g in b[b[fcol] == f].groupby(["mechanism", "method"], sort=False):
                     stats = [(e, *_mean_se(gg["value"])) for e, gg in g.groupby("epsilon")]
-                    x = [s[0] for s in stats]
+                    dodge = 1.04 ** (lines.index((mech, meth)) - (len(lines) - 1) / 2)  # bars apart
+                    x = [s[0] * dodge for s in stats]
                     y = [(1 - s[1]) if transform == "1-" else s[1] for s in stats]
                     se = [0.0 if math.isnan(s[2]) else s[2] for s in stats]
                     label = f"{mech} · {meth}"
                     fig.add_trace(go.Scatter(
                         x=x, y=y, error_y={"type": "data", "array": se, "visible": True},
                         mode="lines+markers", name=label, legendgroup=label,
+                        customdata=[[s[0], e] for s, e in zip(stats, se, strict=True)],
+                        hovertemplate="ε = %{customdata[0]:g}<br>%{y:.4g} ± %{customdata[1]:.2g}",
                         showlegend=label not in shown,
                         line={"color": palette[methods.index(meth) % len(palette)],
                               "dash": dashes[mechs.index(mech) % len(dashes)]}), row=r, col=c)
                     shown.add(label)
-                fig.update_xaxes(type="log", title_text="ε", row=r, col=c)
+                fig.update_xaxes(type="log", title_text="ε", tickvals=eps, ticktext=[f"{e:g}" for e in eps],
+                                 range=[math.log10(min(eps) / 1.6), math.log10(max(eps) * 1.6)],
+                                 row=r, col=c)
                 fig.update_yaxes(title_text=ytitle if c == 1 else None, row=r, col=c)
             fig.update_layout(title=f"{btitle} — curator view (not private)", height=320 * rows + 120,
                               template="plotly_white")
