@@ -1,6 +1,6 @@
 """Sensitivities under the privacy unit, each derived from one neighbouring relation per unit.
 
-relviz protects one of two units (:class:`~relviz.schema.PrivacyUnit`); every sensitivity below is
+relviz protects one of three units (:class:`~relviz.schema.PrivacyUnit`); every sensitivity below is
 derived from the unit's single definition of a neighbour, and the neighbour tests in
 ``tests/privacy/test_neighbours.py`` check each derivation on every neighbour of small random
 databases. The derivations are written out in ``docs/privacy.md``.

@@ -7,12 +7,17 @@ dashed. The user drags from a child table onto its parent and picks the child co
 arrow to set its degree cap τ (seeing the real degree distribution, labelled "curator view (not
 private)", and how many child rows each cap truncates), re-point it or delete it; selects a table
 to mark it public or protect it as the entity; accepts or rejects proposals. Problems are listed
-under the graph, all at once.
+under the graph, all at once. Under them a table compares the three privacy units on the schema at
+hand: what each protects, in plain words naming the tables, whether it can be used (and why not),
+and the σ each release of the default plan would get under it at the editor's ``epsilon`` and
+``delta`` (:func:`relviz.ui.units.unit_table`); the selected unit is highlighted, and a button
+switches to another.
 
 Protocol (state only in traitlets tagged ``sync=True``; no custom messages): the front end sets
 ``request`` (``{"op": ..., "seq": ...}``, see :meth:`SchemaDraft.apply`) and ``selected``; Python
 applies the request through the draft and answers with ``graph``, ``problems``, ``message``
-(``{"ok", "op", "message", "seq"}``) and, for a selected FK, ``detail`` (its degree view). A
+(``{"ok", "op", "message", "seq"}``), ``units`` (the privacy-unit table) and, for a selected FK,
+``detail`` (its degree view). A
 refused edit changes nothing and the graph is redrawn from Python's state. Python-side edits
 (``editor.schema = ...`` or the methods below) redraw the graph the same way.
 """
@@ -42,6 +47,7 @@ class SchemaEditor(anywidget.AnyWidget):
             :class:`~relviz.schema.Schema`.
         propose: Offer the FKs :func:`~relviz.schema.propose_foreign_keys` finds in the data.
         height: Height of the graph area in pixels.
+        epsilon, delta: The plan's budget, for the σ in the privacy-unit table (assign to update).
 
     Attributes:
         schema: The edited :class:`~relviz.schema.Schema` (assign to replace it; observable).
@@ -63,13 +69,17 @@ class SchemaEditor(anywidget.AnyWidget):
     selected = traitlets.Unicode("").tag(sync=True)
     detail = traitlets.Dict().tag(sync=True)
     height = traitlets.Int(520).tag(sync=True)
+    units = traitlets.Dict().tag(sync=True)
+    epsilon = traitlets.Float(1.0).tag(sync=True)
+    delta = traitlets.Float(1e-6).tag(sync=True)
 
     schema = traitlets.Instance(Schema)
 
     def __init__(self, source: Database | Schema, *, propose: bool = True, height: int = 520,
-                 **kwargs: Any) -> None:
+                 epsilon: float = 1.0, delta: float = 1e-6, **kwargs: Any) -> None:
         self.draft = SchemaDraft(source, propose=propose)
-        super().__init__(height=height, schema=self.draft.schema, **kwargs)
+        super().__init__(height=height, schema=self.draft.schema, epsilon=float(epsilon),
+                         delta=float(delta), **kwargs)
         self._refresh(None)
 
     # -- plain-Python access ------------------------------------------------------------------
@@ -98,6 +108,10 @@ class SchemaEditor(anywidget.AnyWidget):
     def set_entity(self, table: str | None) -> EditResult:
         return self._refresh(self.draft.set_entity(table))
 
+    def set_unit(self, kind: str, entity: str | None = None) -> EditResult:
+        """``"entity"``, ``"row"`` or ``"tuple"`` (``SchemaDraft.set_unit``; the caps are kept)."""
+        return self._refresh(self.draft.set_unit(kind, entity))
+
     def set_cap(self, fk: str, cap: int | None) -> EditResult:
         return self._refresh(self.draft.set_cap(fk, cap))
 
@@ -122,6 +136,7 @@ class SchemaEditor(anywidget.AnyWidget):
                 self.schema = d.schema
             self.graph = d.graph()
             self.problems = [problem_dict(p) for p in d.problems()]
+            self.units = d.unit_table(self.epsilon, self.delta)
             self._refresh_detail()
             if result is not None:
                 self.message = {**result.to_dict(), "seq": seq}
@@ -153,6 +168,11 @@ class SchemaEditor(anywidget.AnyWidget):
     def _on_selected(self, change: dict[str, Any]) -> None:
         with self.hold_sync():
             self._refresh_detail()
+
+    @traitlets.observe("epsilon", "delta")
+    def _on_budget(self, change: dict[str, Any]) -> None:
+        if getattr(self, "draft", None) is not None:
+            self.units = self.draft.unit_table(self.epsilon, self.delta)
 
     @traitlets.observe("schema")
     def _on_schema(self, change: dict[str, Any]) -> None:

@@ -496,6 +496,34 @@ class SchemaDraft(EditHistory):
         return self._done("set_entity", f"protected entity: {table}" if table else
                           "row-level privacy unit (every row of every private table)")
 
+    def set_unit(self, kind: str, entity: str | None = None) -> EditResult:
+        """Choose the privacy unit: ``"entity"`` (``entity``, default the current entity or the
+        private table every other private table depends on), ``"row"`` or ``"tuple"``; the caps
+        are kept (:func:`relviz.ui.units.with_unit`)."""
+        from relviz.ui.units import UNIT_KINDS, with_unit
+
+        if kind not in UNIT_KINDS:
+            return self._refuse("set_unit", f"unknown privacy unit {kind!r}: one of "
+                                f"{', '.join(UNIT_KINDS)}")
+        try:
+            new = with_unit(self._schema, kind, entity)
+            unit = new.privacy_unit
+            assert unit is not None
+            if unit.entity is not None and new.table(unit.entity).public:
+                return self._refuse("set_unit", f"{unit.entity!r} is public; mark it private first")
+        except (ValueError, SchemaError, KeyError) as e:
+            return self._refuse("set_unit", error_reason(e))
+        self._schema = new
+        return self._done("set_unit", f"privacy unit: {unit.describe()}")
+
+    def unit_table(self, epsilon: float = 1.0, delta: float = 1e-6) -> dict[str, Any]:
+        """The three privacy units on the current schema, what each protects and the σ each buys
+        under the default plan (:func:`relviz.ui.units.unit_table`; sizes from the data are a
+        curator view)."""
+        from relviz.ui.units import unit_table
+
+        return unit_table(self._schema, epsilon, delta, self.database)
+
     def set_cap(self, fk: str, cap: int | None) -> EditResult:
         """Set (or, with ``None``, remove) the public degree cap τ of an FK."""
         try:
@@ -591,9 +619,9 @@ class SchemaDraft(EditHistory):
 
         ``{"op": "add_fk", "child", "columns", "parent"}``, ``{"op": "remove_fk", "fk"}``,
         ``{"op": "repoint_fk", "fk", "parent"}``, ``{"op": "set_public", "table", "public"}``,
-        ``{"op": "set_entity", "table"}``, ``{"op": "set_cap", "fk", "cap"}``, ``{"op": "set_cap_dp", "fk", "quantile", "rho",
-        "candidates"}``,
-        ``{"op": "accept", "fk"}``, ``{"op": "reject", "fk"}``,
+        ``{"op": "set_entity", "table"}``, ``{"op": "set_unit", "kind", "entity"}``,
+        ``{"op": "set_cap", "fk", "cap"}``, ``{"op": "set_cap_dp", "fk", "quantile", "rho",
+        "candidates"}``, ``{"op": "accept", "fk"}``, ``{"op": "reject", "fk"}``,
         ``{"op": "repair", "how", "fk"}``. Anything else is refused.
         """
         op = str(request.get("op", ""))
@@ -610,6 +638,9 @@ class SchemaDraft(EditHistory):
             if op == "set_entity":
                 t = request.get("table")
                 return self.set_entity(None if t in (None, "") else str(t))
+            if op == "set_unit":
+                t = request.get("entity")
+                return self.set_unit(str(request["kind"]), None if t in (None, "") else str(t))
             if op == "set_cap":
                 cap = request.get("cap")
                 return self.set_cap(str(request["fk"]), None if cap in (None, "") else cap)

@@ -88,7 +88,8 @@ class Studio(W.VBox):
                  height: int = 480, allow_inferred: bool = False, **kwargs: Any) -> None:
         self.history: list[tuple[float, str]] = []
         self._real = db
-        self.editor = SchemaEditor(db, propose=propose, height=height)
+        eps0, delta0 = (plan.epsilon, plan.delta) if plan is not None else (epsilon, delta)
+        self.editor = SchemaEditor(db, propose=propose, height=height, epsilon=eps0, delta=delta0)
         start = plan if plan is not None else Plan.default(self.editor.schema, epsilon, delta)
         self._budget_box = W.VBox()
         self._budget_box.add_class("relviz-studio-budget")
@@ -175,6 +176,8 @@ class Studio(W.VBox):
     # -- budget → run ------------------------------------------------------------------------------
     def _on_plan(self, change: dict[str, Any]) -> None:
         self._plan = change["new"]
+        if self._plan is not None:  # the Schema panel's σ per unit follows the plan's budget
+            self.editor.epsilon, self.editor.delta = self._plan.epsilon, self._plan.delta
         self._forward_to_run()
 
     def _forward_to_run(self) -> None:

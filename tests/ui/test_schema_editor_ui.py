@@ -185,6 +185,13 @@ def test_renders_nycflights13(page: Any) -> None:
                          ".__relviz_cy.edges('.fk').length")
     assert n_edges == 4
     build = float(page.kernel("print(build_seconds)"))
+    # the privacy-unit table under the graph: three non-empty rows, the flight entity selected
+    rows = p.locator(f"{WIDGET} .relviz-se-units tr.unit-row")
+    assert rows.count() == 3
+    for i in range(3):
+        assert rows.nth(i).locator("td.udesc").inner_text().startswith("Hides one flight")
+        assert rows.nth(i).locator("table.sigmas tr").count() == 5  # flights + its 4 FKs
+    assert p.locator(f"{WIDGET} .relviz-se-units tr.unit-row.selected").get_attribute("data-kind") == "entity"
     page.screenshot("schema_editor_nycflights13", p.locator(WIDGET))
     # the dark theme: cards, panels and the canvas follow JupyterLab's --jp-* colours
     p.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
@@ -198,3 +205,57 @@ def test_renders_nycflights13(page: Any) -> None:
     draw_ms = p.evaluate("() => document.querySelector('.relviz-se-root').parentElement.dataset.relvizDrawMs")
     print(f"nycflights13: load + SchemaEditor {build:.2f} s; Run All → drawn {seconds:.2f} s; "
           f"render() → first drawing {draw_ms} ms")
+
+
+def test_privacy_unit_table_and_dp_cap_on_planes_private(page: Any) -> None:
+    """The privacy-unit table on nycflights13 with planes private: three non-empty rows naming the
+    tables, the selected unit highlighted, σ as the kernel computes it; "Use" switches the unit and
+    the highlight follows; the "DP cap" button sets τ from a DP quantile."""
+    page.open("schema_editor_planes.ipynb")
+    page.run_all(wait_for=f"{WIDGET} .relviz-se-units tr.unit-row")
+    p = page.page
+    units = p.locator(f"{WIDGET} .relviz-se-units")
+    rows = units.locator("tr.unit-row")
+    assert rows.count() == 3
+    assert units.locator(".uhead").inner_text() == "Privacy unit — what it protects — σ per release"
+    for i, kind in enumerate(("entity", "row", "tuple")):
+        row = rows.nth(i)
+        assert row.get_attribute("data-kind") == kind
+        assert len(row.locator("td.udesc").inner_text()) > 80  # a real paragraph
+        assert row.locator("table.sigmas tr").count() == 6  # one σ per release of the default plan
+        box = row.bounding_box()
+        assert box and box["width"] > 600 and box["height"] > 40, (kind, box)
+    assert "one plane and all of its flights" in rows.nth(0).inner_text()
+    assert "Entity unit (planes)" in rows.nth(0).inner_text()
+    assert "one plane or one flight" in rows.nth(2).inner_text()
+    selected = units.locator("tr.unit-row.selected")
+    assert selected.count() == 1 and selected.get_attribute("data-kind") == "tuple"
+    assert selected.locator(".selbadge").inner_text().lower() == "selected"
+    # the σ shown are the default plan's noise preview (the kernel's numbers, as formatted)
+    want = json.loads(page.kernel(
+        "import json; print(json.dumps({u['kind']: {r['name']: r['sigma'] for r in u['releases']}"
+        " for u in editor.units['units']}))"))
+    shown = rows.nth(1).locator("table.sigmas tr")
+    flights_row = next(shown.nth(i) for i in range(shown.count())
+                       if shown.nth(i).locator("td.rname").inner_text() == "flights")
+    assert flights_row.locator("td.sv").inner_text() == f"{want['row']['flights']:.1f}"
+    assert "curator view (not private)" in units.locator(".unote").inner_text()
+    p.locator(WIDGET).scroll_into_view_if_needed()
+    page.screenshot("schema_editor_units_planes", p.locator(WIDGET))
+
+    # "Use" on the entity row: the schema now protects planes, and the highlight moves
+    rows.nth(0).locator("button.use-unit").click()
+    p.locator(f"{WIDGET} .relviz-se-message.ok", has_text="privacy unit").wait_for()
+    units.locator('tr.unit-row.selected[data-kind="entity"]').wait_for()
+    assert _schema(page)["privacy_unit"]["entity"] == "planes"
+    assert units.locator("tr.unit-row.selected").count() == 1
+
+    # the "DP cap" button next to the cap field sets τ from a DP quantile (charged to the run)
+    tail = "flights.tailnum->planes"
+    p.mouse.click(*_edge_point(page, f"edge:{tail}"))
+    side = p.locator(f"{WIDGET} .relviz-se-side")
+    side.locator("button.dpcap").click()
+    p.locator(f"{WIDGET} .relviz-se-message.ok", has_text="DP 0.95-quantile").wait_for()
+    unit = _schema(page)["privacy_unit"]
+    assert unit["cap_sources"][tail]["how"] == "dp" and 1 <= unit["caps"][tail] <= 100
+    page.screenshot("schema_editor_units_dp_cap", p.locator(WIDGET))

@@ -183,11 +183,12 @@ function render({ model, el }) {
   const stage = h("div", { class: "relviz-se-stage" }, canvas, overlay);
   const side = h("div", { class: "relviz-se-side" });
   const problemsBox = h("div", { class: "relviz-se-problems" });
+  const unitsBox = h("div", { class: "relviz-se-units" });
   const hint = h("div", { class: "relviz-se-hint", text:
     "Drag from a child table onto its parent table to add a foreign key. Click a table or an arrow " +
     "to edit it (Delete removes a selected arrow). Dashed arrows are proposals from the data." });
   const root = h("div", { class: "relviz-se-root" }, toolbar, msg, form,
-    h("div", { class: "relviz-se-main" }, stage, side), hint, problemsBox);
+    h("div", { class: "relviz-se-main" }, stage, side), hint, problemsBox, unitsBox);
   el.appendChild(root);
 
   // Keys: stop JupyterLab's command-mode shortcuts (d,d deletes cells) inside the widget.
@@ -419,7 +420,10 @@ function render({ model, el }) {
       h("h5", { text: "Degree cap τ (children per parent; public)" }),
       ready && d.needs_cap ? h("p", { class: "warn", text: "This FK needs a cap (its parent is private)." }) : null,
       h("div", { class: "caprow" }, capIn, h("button", { class: "setcap", onclick: setCap }, "Set τ"),
-        h("button", { class: "clearcap", onclick: () => send({ op: "set_cap", fk: e.id, cap: null }) }, "Clear")),
+        h("button", { class: "clearcap", onclick: () => send({ op: "set_cap", fk: e.id, cap: null }) }, "Clear"),
+        h("button", { class: "dpcap", title: "Set τ to a DP 95th percentile of the degrees, chosen " +
+          "among 1…100 (ρ = 0.001 is charged to the run's ledger)",
+          onclick: () => send({ op: "set_cap_dp", fk: e.id }) }, "DP cap")),
       ready && d.hist !== undefined ? h("div", { class: "curator" },
         h("div", { class: "curator-label", text: `Degree distribution — ${CURATOR}` }),
         h("div", { class: "stats", text: `${fmtInt(d.n_parent)} parents, ${fmtInt(d.n_linked)} linked children; ` +
@@ -469,6 +473,46 @@ function render({ model, el }) {
         h("button", { onclick: () => send({ op: "repair", how: "drop" }) }, "drop the rows")) : null);
   }
 
+  // ---------------------------------------------------------------- privacy units
+  const fmtSigma = (x) => (x === null || x === undefined ? "—" : x >= 100 ? fmtInt(Math.round(x)) :
+    x >= 10 ? x.toFixed(1) : x.toPrecision(2));
+
+  const fmtBudget = (x) => (x > 0 && x < 0.001 ? x.toExponential().replace(/\.?0+e/, "e") : String(x));
+
+  function renderUnits() {
+    const u = model.get("units") || {};
+    const list = u.units || [];
+    unitsBox.replaceChildren();
+    if (!list.length) return;
+    const rows = list.map((o) => {
+      const usable = o.kind !== "entity" || o.entity;
+      const action = o.selected ? h("span", { class: "selbadge", text: "selected" })
+        : h("button", { class: "use-unit", disabled: !usable,
+          title: usable ? `Protect this unit (${o.title})` : "no table to protect as the entity",
+          onclick: () => send({ op: "set_unit", kind: o.kind, entity: o.entity }) }, "Use");
+      const sig = o.releases.length ? h("table", { class: "sigmas" }, o.releases.map((r) =>
+        h("tr", { title: r.sigma === null ? (r.note || "σ unavailable") :
+          `${r.release} (${r.method})${r.n_label ? ` — compared with ${r.n_label}` : ""}` },
+        h("td", { class: "rname", text: r.name }),
+        h("td", { class: r.sigma === null ? "sv na" : "sv", text: fmtSigma(r.sigma) })))) :
+        h("span", { class: "na", text: "—" });
+      return h("tr", { class: `unit-row${o.selected ? " selected" : ""}${o.valid ? "" : " invalid"}`,
+        "data-kind": o.kind },
+      h("td", { class: "uname" }, h("div", { class: "utitle", text: o.title }), action),
+      h("td", { class: "udesc" }, h("div", { text: o.description }),
+        ...o.reasons.map((r) => h("div", { class: "ureason", text: `✗ ${r}` }))),
+      h("td", { class: "usig" }, sig));
+    });
+    put(unitsBox, h("div", { class: "uhead", text: "Privacy unit — what it protects — σ per release" }),
+      h("table", { class: "units" },
+        h("tr", {}, h("th", { text: "Privacy unit" }), h("th", { text: "What it protects (on this schema)" }),
+          h("th", { text: `σ per release (default plan, ε = ${fmtBudget(u.epsilon)}, δ = ${fmtBudget(u.delta)})` })),
+        rows),
+      h("div", { class: "unote", text: "σ is the noise standard deviation of each release's cells " +
+        "(smaller is more accurate) under the default plan for that unit; it reads no data. " +
+        (u.view ? `Sizes in the tooltips are read from the data: ${u.view}.` : "") }));
+  }
+
   const onGraph = () => redraw();
   // A refused edit changes nothing in Python: redraw everything from Python's state so that no
   // control (a checkbox, a drop-down, a drawn edge) is left showing the refused value.
@@ -480,14 +524,17 @@ function render({ model, el }) {
     placeCards(); renderSide(); };
   const onDetail = () => renderSide();
   const onHeight = () => { canvas.style.height = `${model.get("height")}px`; };
+  const onUnits = () => renderUnits();
   model.on("change:graph", onGraph);
   model.on("change:message", onMessage);
   model.on("change:problems", onProblems);
   model.on("change:selected", onSelected);
   model.on("change:detail", onDetail);
   model.on("change:height", onHeight);
+  model.on("change:units", onUnits);
   renderMessage();
   renderProblems();
+  renderUnits();
 
   // Follow JupyterLab's theme: the canvas reads its colours from --jp-* variables, so restyle
   // when the theme changes (the cards and panels use the CSS variables directly).
@@ -512,6 +559,7 @@ function render({ model, el }) {
     model.off("change:selected", onSelected);
     model.off("change:detail", onDetail);
     model.off("change:height", onHeight);
+    model.off("change:units", onUnits);
     if (eh) eh.destroy();
     if (cy) cy.destroy();
   };
