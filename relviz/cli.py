@@ -7,7 +7,9 @@ Commands:
   built-ins; an inferred proposal for a user's data, to edit and pass back with ``--schema``).
 * ``relviz validate --data PATH --schema schema.json`` — report every problem at once.
 * ``relviz synth (--dataset NAME | --data PATH --schema schema.json) --epsilon E --delta D
-  --out DIR`` — fit, sample and write two folders, and print a summary:
+  --out DIR`` — fit, sample and write two folders, and print a summary (``--preset NAME``
+  picks a named plan of ``relviz.plan.PRESETS``, e.g. ``baseline-80-20``, the papers'
+  per-relation baseline):
 
   - ``DIR/release/`` — the differentially private release, safe to share: ``tables/*.parquet``,
     ``synthetic.sqlite`` (with PRIMARY/FOREIGN KEY constraints), ``ledger.json``, ``plan.json``,
@@ -141,8 +143,14 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     out = Path(args.out)
     release, curator = out / RELEASE, out / CURATOR
     db = _load_data(args)
+    if args.plan and args.preset:
+        print("relviz synth: give --plan or --preset, not both", file=sys.stderr)
+        return 2
     if args.plan:  # the plan's own budget unless --epsilon / --delta are given
         plan = Plan.from_json(args.plan).with_budget(epsilon=args.epsilon, delta=args.delta)
+    elif args.preset:
+        plan = Plan.preset(db.schema, args.preset, args.epsilon or 1.0, args.delta or 1e-6,
+                           mechanism=args.mechanism)
     else:
         plan = Plan.default(db.schema, args.epsilon or 1.0, args.delta or 1e-6,
                             mechanism=args.mechanism, method=args.method)
@@ -262,6 +270,8 @@ def _print_summary(db, syn, synth, report, timings: dict[str, float], out: Path)
 
 
 def _parser() -> argparse.ArgumentParser:
+    from relviz.plan import PRESETS
+
     p = argparse.ArgumentParser(prog="relviz", description="Differentially private synthetic "
                                 "relational databases.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -283,6 +293,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="ε of the whole database (default 1, or the --plan's)")
     y.add_argument("--delta", type=float, default=None, help="δ (default 1e-6, or the --plan's)")
     y.add_argument("--plan", help="plan JSON (shares and methods); ε/δ flags override its budget")
+    y.add_argument("--preset", choices=list(PRESETS), default=None,
+                   help="a named plan (relviz.plan.PRESETS; replaces --method): baseline-80-20 "
+                        "is the papers' per-relation baseline (80%% tables, 20%% group sizes, "
+                        "degree linking), denorm the papers' Denorm baseline")
     y.add_argument("--mechanism", default="mst", help="single-table mechanism (default mst)")
     y.add_argument("--method", default="degree",
                    help="relational method per FK: degree (default) or biadjacency")

@@ -41,9 +41,25 @@ if TYPE_CHECKING:  # pragma: no cover
     from relviz.database import Database
 
 __all__ = ["Component", "Plan", "NoisePreview", "to_fraction", "RELATION_SUFFIX", "relation_name",
-           "MEAN_ABS_NORMAL", "SMALL_SHARE_ERROR"]
+           "MEAN_ABS_NORMAL", "SMALL_SHARE_ERROR", "PRESETS"]
 
 RELATION_SUFFIX = " (m:n)"
+
+PRESETS: dict[str, str] = {
+    "default": "Plan.default: tables share 2/3 equally, private FKs 1/3 equally, degree "
+               "baseline on every FK (bi-adjacency or another method with --method).",
+    "baseline-80-20": "The papers' per-relation baseline (PrivLava, Cai, Xiao & Cormode, SIGMOD "
+                      "2023, §7.1): 80 % of the budget synthesises each private table "
+                      "independently (split equally among them), 20 % releases one noisy "
+                      "group-size histogram per private FK (split equally), and synthetic "
+                      "children are linked at random so that the group sizes follow it "
+                      "(degree baseline, docs/methods/degree.md).",
+    "denorm": "The papers' Denorm baseline (same §7.1): 20 % for the noisy group-size "
+              "histograms, 80 % for the single-relation synthesis of each private child joined "
+              "with its private parent, normalised back by the noisy group sizes "
+              "(docs/methods/denorm.md).",
+}
+"""Named plans (:meth:`Plan.preset`, CLI ``relviz synth --preset NAME``): ``{name: description}``."""
 
 
 def relation_name(table: str) -> str:
@@ -224,7 +240,12 @@ class Plan:
                 reports the FK).
         """
         from relviz.relational import get as get_edge_method
+        from relviz.relational import get_database, is_database_method
 
+        if is_database_method(method):  # the method says which components it needs
+            comps = [Component(n, k, m, sh) for n, k, m, sh in
+                     get_database(method).default_components(schema, mechanism=mechanism)]
+            return cls(float(epsilon), float(delta), tuple(comps), conversion)
         tables = list(schema.private_tables)
         edges = list(schema.private_foreign_keys)
         rel = to_fraction(relational_share) if edges and tables else (Fraction(1) if edges else Fraction(0))
@@ -239,6 +260,27 @@ class Plan:
                     pass
             comps.append(Component(fk.name, "edge", chosen, rel / len(edges)))
         return cls(float(epsilon), float(delta), tuple(comps), conversion)
+
+    @classmethod
+    def preset(cls, schema: Schema, name: str, epsilon: float = 1.0, delta: float = 1e-6, *,
+               mechanism: str = "mst", conversion: ConversionChoice = "auto") -> Plan:
+        """A named plan of :data:`PRESETS` (``"baseline-80-20"``: ``Plan.default`` with the degree
+        baseline and ``relational_share=1/5``; ``"denorm"``: ``Plan.default(method="denorm")``,
+        whose own split is 80/20; ``"default"``: ``Plan.default``).
+
+        Raises:
+            PlanError: for an unknown preset name (the known ones are listed).
+        """
+        if name == "baseline-80-20":
+            return cls.default(schema, epsilon, delta, mechanism=mechanism, method="degree",
+                               relational_share=Fraction(1, 5), conversion=conversion)
+        if name == "denorm":
+            return cls.default(schema, epsilon, delta, mechanism=mechanism, method="denorm",
+                               conversion=conversion)
+        if name == "default":
+            return cls.default(schema, epsilon, delta, mechanism=mechanism, conversion=conversion)
+        raise PlanError([Problem("unknown_preset", f"unknown preset {name!r}; available: "
+                                 + ", ".join(PRESETS))])
 
     def substitutions(self, schema: Schema, method: str) -> list[str]:
         """Plain-words lines for the edges whose method is not ``method`` (and why)."""
@@ -268,6 +310,16 @@ class Plan:
     def relations(self) -> tuple[Component, ...]:
         return tuple(c for c in self.components if c.kind == "relation")
 
+    @property
+    def database_method(self) -> str | None:
+        """The database method (PrivLava, Denorm) that owns this plan, if an edge names one."""
+        from relviz.relational import is_database_method
+
+        for c in self.edges:
+            if is_database_method(c.method):
+                return c.method
+        return None
+
     def component_of(self, name: str, kind: str) -> Component | None:
         for c in self.components:
             if c.name == name and c.kind == kind:
@@ -285,9 +337,14 @@ class Plan:
         if self.conversion != "auto":
             return self.conversion
         from relviz.relational import get_class as edge_class
+        from relviz.relational import get_database_class, is_database_method
         from relviz.relational import get_relation_class as relation_class
         from relviz.single import get_class as table_class
 
+        if self.database_method is not None:
+            def edge_class(name: str) -> type:  # noqa: F811 - the database method's class
+                return get_database_class(name) if is_database_method(name) else \
+                    _linker_class(name)
         try:
             gaussian = all(table_class(c.method).gaussian_only for c in self.tables) and \
                 all(edge_class(c.method).gaussian_only for c in self.edges) and \
@@ -483,7 +540,7 @@ class Plan:
             note = why
             if mult is not None and rho > 0:
                 try:
-                    sigmas = _noise_scales(c, rho, schema, mult)
+                    sigmas = _noise_scales(c, rho, schema, mult, self.components)
                     if not sigmas:
                         note = f"{c.method} does not report its noise scale"
                 except (KeyError, SchemaError, ValueError, TypeError, AttributeError) as e:
@@ -512,6 +569,8 @@ class Plan:
         out: list[Problem] = []
         if self.total_share() != 1:
             out.append(Problem("bad_share", f"shares add up to {float(self.total_share()):.12g}, not 1"))
+        if self.database_method is not None:
+            return out + self._database_problems(schema)
         private = set(schema.private_tables)
         edges = {fk.name for fk in schema.private_foreign_keys}
         for c in self.components:
@@ -570,6 +629,36 @@ class Plan:
                                column=e))
         return out
 
+    def _database_problems(self, schema: Schema) -> list[Problem]:
+        """Problems of a plan owned by a database method: every private FK names it, no
+        relation component, bad shares, and what the method itself reports."""
+        from relviz.relational import get_database_class
+        from relviz.single import get_class as table_class
+
+        name = self.database_method
+        out: list[Problem] = []
+        for c in self.components:
+            if c.share <= 0:
+                out.append(Problem("bad_share", "a component must get a positive share", c.name))
+            if c.kind == "edge" and c.method != name:
+                out.append(Problem("mixed_methods", f"{name} models every private FK of the "
+                                   f"database; this FK names {c.method!r} (use {name} on every FK, "
+                                   "or a linker on every FK)", column=c.name))
+            elif c.kind == "relation":
+                out.append(Problem("mixed_methods", f"{name} does not model many-to-many "
+                                   "relations; model the link table's FKs with it instead", c.table))
+            elif c.kind == "table" and c.name in schema.table_names:
+                out += _method_problems(c, table_class, "unknown_mechanism", schema.table(c.name))
+        try:
+            method = get_database_class(name)(**self.component_of_method(name).params)
+        except (TypeError, ValueError) as e:
+            return out + [Problem("bad_parameter", f"{name}: {e}")]
+        return out + list(method.plan_problems(schema, self.components))
+
+    def component_of_method(self, method: str) -> Component:
+        """The first component whose method is ``method`` (its params configure the method)."""
+        return next(c for c in self.components if c.method == method)
+
     def validate(self, schema: Schema) -> Plan:
         problems = self.problems(schema)
         if problems:
@@ -624,12 +713,24 @@ def _method_problems(c: Component, lookup: Callable[[str], type], unknown: str,
         return [Problem("bad_parameter", f"{c.method}: {e}", c.name)]
 
 
-def _noise_scales(c: Component, rho: Fraction, schema: Schema, mult: Any) -> dict[str, float]:
+def _linker_class(name: str) -> type:
+    from relviz.relational import get_class
+
+    return get_class(name)
+
+
+def _noise_scales(c: Component, rho: Fraction, schema: Schema, mult: Any,
+                  plan_components: tuple[Component, ...] = ()) -> dict[str, float]:
     """``{release label: σ}`` of component ``c`` with budget ``rho`` (its method's ``noise_scales``)."""
     from relviz.relational import get as get_linker
-    from relviz.relational import get_relation
+    from relviz.relational import get_database, get_relation, is_database_method
     from relviz.single import get as get_mechanism
 
+    owner = next((o.method for o in plan_components if o.kind == "edge"
+                  and is_database_method(o.method)), None)
+    if owner is not None:
+        first = next(o for o in plan_components if o.method == owner)
+        return dict(get_database(owner, **first.params).noise_scales(schema, c, rho, multipliers=mult))
     if c.kind == "table":
         mech = get_mechanism(c.method, **c.params)
         return dict(mech.noise_scales(schema.table(c.name), rho,

@@ -36,7 +36,7 @@ from relviz.privacy.measure import CapReport, Curator, enforce_caps
 from relviz.privacy.sensitivity import multipliers, truncation_stable
 from relviz.progress import CancelToken, ProgressEvent, Reporter, silent
 from relviz.relational import get as get_linker
-from relviz.relational import get_relation
+from relviz.relational import get_database, get_relation
 from relviz.single import get as get_mechanism
 
 __all__ = ["RelationalSynthesizer", "not_dp_note"]
@@ -186,6 +186,11 @@ class RelationalSynthesizer:
             return Budget(self.accountant_, name, budgets[name],
                           _component_rng(self.random_state, "fit", name))
 
+        if plan.database_method is not None:  # the method owns every private table and FK
+            self._fit_database(plan, curator, budget, mult, start)
+            self.fitted_ = True
+            self._reporter("fit", "", start)(1.0, "fitted")
+            return self
         for name in schema.topological_order():
             if schema.table(name).public:
                 continue
@@ -223,6 +228,17 @@ class RelationalSynthesizer:
         self.fitted_ = True
         self._reporter("fit", "", start)(1.0, "fitted")
         return self
+
+    def _fit_database(self, plan: Plan, curator: Curator, budget, mult, start: float) -> None:  # noqa: ANN001
+        """Fit the plan's database method (PrivLava, Denorm) with one budget per component."""
+        name = plan.database_method
+        method = get_database(name, **plan.component_of_method(name).params)
+        t0 = time.perf_counter()
+        self.database_ = method.fit(
+            curator, {c.name: budget(c.name) for c in plan.components}, schema=self.schema_,
+            components=plan.components, multipliers=mult,
+            progress=lambda comp: self._reporter("fit", comp, start), seed=int(self.seed_))
+        self.fit_seconds_[name] = time.perf_counter() - t0
 
     def _notes(self, schema, caps: CapReport) -> list[str]:  # noqa: ANN001
         unit = schema.privacy_unit
@@ -318,8 +334,17 @@ class RelationalSynthesizer:
         rngs: dict[str, np.random.Generator] = {}
         self.sample_report_: list[str] = []
         relation_tables = self._relation_tables()
+        database = getattr(self, "database_", None) if self.plan_.database_method else None
+        db_links: dict[str, np.ndarray] = {}
+        if database is not None:
+            generated, db_links = database.sample(
+                self.public_codes_, scale=scale, seed=int(seed),
+                progress=lambda comp: self._reporter("sample", comp, start))
+            for name, enc in generated.items():
+                codes[name] = enc
+                rngs[name] = _component_rng(seed, "sample", name)
         for name in schema.topological_order():
-            if schema.table(name).public or name in relation_tables:
+            if schema.table(name).public or name in relation_tables or name in codes:
                 continue
             rep = self._reporter("sample", name, start)
             rep(0.0, f"sampling {name}")
@@ -338,11 +363,13 @@ class RelationalSynthesizer:
                 continue
             frames[name] = _with_keys(schema, name, decode_table(schema.table(name), enc, rngs[name]),
                                       enc.n_rows)
-        links: dict[str, np.ndarray] = {}
+        links: dict[str, np.ndarray] = dict(db_links)
         for table, (e1, e2) in pairs.items():
             fk1, fk2 = schema.fks_from(table)
             links[fk1.name], links[fk2.name] = e1, e2
         for comp in self.plan_.edges:
+            if comp.name in db_links:
+                continue
             fk = schema.foreign_key(comp.name)
             rep = self._reporter("sample", fk.name, start)
             rep(0.0, f"linking {fk.label()}")

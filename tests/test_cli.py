@@ -111,3 +111,19 @@ def test_synth_refuses_inferred_domains_unless_allowed(tmp_path, capsys: pytest.
                for n in ledger["notes"])
     assert "Not differentially private." in (out / "curator" / "report.html").read_text()
     assert any("NOT DIFFERENTIALLY PRIVATE" in p for p in check_output(out))
+
+
+def test_synth_preset_baseline_80_20(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["synth", "--dataset", "schools", "--preset", "baseline-80-20", "--epsilon", "1",
+                 "--seed", "0", "--out", str(out), "--quiet", "--no-report"]) == 0
+    plan = json.loads((out / "release" / "plan.json").read_text())
+    shares = {c["kind"]: Fraction(0) for c in plan["components"]}
+    for c in plan["components"]:
+        shares[c["kind"]] += Fraction(c["share"])
+    assert shares == {"table": Fraction(4, 5), "edge": Fraction(1, 5)}
+    assert {c["method"] for c in plan["components"] if c["kind"] == "edge"} == {"degree"}
+    capsys.readouterr()
+    assert main(["synth", "--dataset", "schools", "--preset", "baseline-80-20", "--plan",
+                 str(out / "release" / "plan.json"), "--out", str(tmp_path / "x"), "--quiet"]) == 2
+    assert "not both" in capsys.readouterr().err

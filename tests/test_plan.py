@@ -176,3 +176,40 @@ def test_noise_preview_of_the_tiny_database() -> None:
     small = {r.name: r for r in plan.with_budget(epsilon=0.01).noise_preview(s, db)}
     assert "share too small" in small["persons"].warning
 
+
+
+# -- presets (issue 11 item 4) ----------------------------------------------------------------
+
+def test_presets_are_named_and_described() -> None:
+    from relviz.plan import PRESETS
+
+    assert {"default", "baseline-80-20", "denorm"} <= set(PRESETS)
+    assert all(isinstance(v, str) and v for v in PRESETS.values())
+    with pytest.raises(PlanError, match="baseline-80-20"):
+        Plan.preset(tiny_schema(), "no-such-preset")
+
+
+def test_baseline_80_20_preset_splits_80_to_tables_and_20_to_fks() -> None:
+    s = tiny_schema()
+    p = Plan.preset(s, "baseline-80-20", 1.6, 1e-6)
+    assert p.epsilon == 1.6 and p.delta == 1e-6 and not p.problems(s)
+    # two private tables share 4/5 equally; the two private FKs 1/5 equally, degree baseline
+    assert {c.name: c.share for c in p.tables} == {"households": Fraction(2, 5),
+                                                   "persons": Fraction(2, 5)}
+    assert {c.name: (c.method, c.share) for c in p.edges} == {
+        "households.region->regions": ("degree", Fraction(1, 10)),
+        "persons.hid->households": ("degree", Fraction(1, 10))}
+    assert p.total_share() == 1
+    assert p == Plan.default(s, 1.6, 1e-6, relational_share=Fraction(1, 5))
+
+
+def test_denorm_preset_gives_80_to_the_join_and_20_to_group_sizes() -> None:
+    s = tiny_schema()
+    p = Plan.preset(s, "denorm", 0.4, 1e-6)
+    assert p.database_method == "denorm" and not p.problems(s)
+    # the join persons ⋈ households is the table component "persons"; households has none
+    assert [(c.name, c.kind, c.method, c.share) for c in p.components] == [
+        ("persons", "table", "mst", Fraction(4, 5)),
+        ("households.region->regions", "edge", "denorm", Fraction(1, 10)),
+        ("persons.hid->households", "edge", "denorm", Fraction(1, 10))]
+    assert Plan.preset(s, "default", 1.0) == Plan.default(s, 1.0)

@@ -37,7 +37,7 @@ from relviz.privacy.measure import Curator
 from relviz.privacy.mechanisms import em_epsilon, exponential_mechanism
 from relviz.privacy.sensitivity import multipliers
 
-__all__ = ["CapRelease", "dp_degree_cap", "quantile_sensitivity"]
+__all__ = ["CapRelease", "dp_degree_cap", "quantile_sensitivity", "with_dp_caps"]
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,37 @@ def dp_degree_cap(db: Database, fk: str, *, quantile: float = 0.95, rho: Fractio
                               component="caps", module="caps",
                               source="exponential mechanism, quantile utility (Smith 2011)")
     return CapRelease(fk, int(taus[j]), float(quantile), rho, sens, (lo, hi))
+
+
+def with_dp_caps(db: Database, *, rho: Fraction | float, quantile: float = 0.99,
+                 candidates: tuple[int, int] = (1, 100), rng: np.random.Generator,
+                 fks: list[str] | None = None) -> tuple[Database, list[CapRelease]]:
+    """Give every private FK without a cap (or those in ``fks``) a DP-chosen cap τ.
+
+    Methods that bound a group's contribution need τ on every private FK (PrivLava: Cai, Xiao &
+    Cormode, SIGMOD 2023, §2 and §7.1, where the papers take the non-private 99 % quantile). Each
+    release gets ``rho / (number of FKs)`` and goes into ``PrivacyUnit.cap_sources``, so the run's
+    ledger charges it first. Caps of FKs to public parents are declared constraints: children
+    beyond τ are dropped before the run, which is not a stable transformation there, and the
+    ledger says that the guarantee holds for the truncated database.
+
+    Returns:
+        ``(database with the new schema, releases)``; the input is not modified.
+    """
+    schema = db.schema
+    unit = schema.privacy_unit
+    caps = unit.caps if unit is not None else {}
+    todo = fks if fks is not None else [fk.name for fk in schema.private_foreign_keys
+                                        if fk.name not in caps]
+    if not todo:
+        return db, []
+    each = Fraction(rho) / len(todo)
+    out, releases = db, []
+    for name in todo:
+        r = dp_degree_cap(out, name, quantile=quantile, rho=each, candidates=candidates, rng=rng)
+        releases.append(r)
+        out = out.with_schema(out.schema.with_cap(name, r.tau, source=r.source()), validate=False)
+    return out, releases
 
 
 def cap_releases_rho(schema) -> Fraction:  # noqa: ANN001 - Schema

@@ -395,6 +395,23 @@ class Curator:
     def table(self, name: str) -> PrivateTable:
         return PrivateTable(self._enc(name), self.log)
 
+    def rows(self, name: str, purpose: str) -> EncodedTable:
+        """Tuple-level codes of table ``name`` (a logged read), for a mechanism that aggregates
+        them itself before releasing (PrivLava's E-step and group statistics). ``purpose`` names
+        the mechanism step in the read log."""
+        enc = self._enc(name)
+        self.log.add(name, f"tuple-level codes ({purpose})", enc.n_rows)
+        return enc
+
+    def row_keys(self, name: str, salt: int) -> np.ndarray:
+        """Keyed hash of each row's primary key, ``(n,)`` uint64 (all columns when the table has
+        no key): a per-row seed that depends on the row's own key only (PrivLava §4.6 draws).
+        Never released."""
+        t = self._db.schema.table(name)
+        df = self._db[name]
+        self.log.add(name, "keyed hash of the primary key (per-row seeds)", len(df))
+        return keyed_row_hash(df, list(t.primary_key), salt)
+
     def link(self, fk1: ForeignKey | str, fk2: ForeignKey | str) -> PrivateLink:
         """The many-to-many relation through the link table of ``fk1`` and ``fk2``."""
         s = self._db.schema

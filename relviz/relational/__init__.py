@@ -20,6 +20,12 @@ Every method's ``noise_scales`` says, before any data are read, the σ of the Ga
 fit would make (the budget panel's preview, ``Plan.noise_preview``); it is empty when no σ is
 known before the run.
 
+A :class:`DatabaseMethod` (PrivLava, Denorm) does not link independently synthesised tables: it
+*generates* child tables from their (synthetic or public) parents. It owns the plan: every
+private FK's edge component names it, and it says which table components it needs (e.g. PrivLava
+models the parents, augmented with latent columns, and generates every table that has a private
+FK as groups of its parent). The synthesizer hands it the curator and one budget per component.
+
 Methods register themselves in :mod:`relviz.relational.registry`; the lookups here import the
 built-in ones first. This package is the one module outside ``relviz.relational.biadjacency``
 that imports it (``tests/test_imports.py``).
@@ -27,7 +33,7 @@ that imports it (``tests/test_imports.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any, ClassVar, Protocol
 
@@ -36,15 +42,18 @@ import numpy as np
 from relviz.encoding import EncodedTable
 from relviz.errors import Problem
 from relviz.privacy.budget import Budget
-from relviz.privacy.measure import PrivateForeignKey, PrivateLink
+from relviz.privacy.measure import Curator, PrivateForeignKey, PrivateLink
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
-from relviz.relational.registry import LINKERS, RELATIONS, register, register_relation
+from relviz.relational.registry import (DATABASE_METHODS, LINKERS, RELATIONS, register,
+                                        register_database, register_relation)
 from relviz.schema import ForeignKey, Schema
 
 __all__ = ["Linker", "FittedLink", "RelationMethod", "FittedRelation", "get", "get_class",
            "available", "register", "register_relation", "get_relation", "get_relation_class",
-           "available_relations"]
+           "available_relations", "DatabaseMethod", "FittedDatabase", "get_database",
+           "get_database_class", "available_databases", "is_database_method",
+           "register_database"]
 
 
 class FittedLink(Protocol):
@@ -112,9 +121,62 @@ class RelationMethod(Protocol):
         ...
 
 
+class FittedDatabase(Protocol):
+    """A fitted database method: it samples every private table it generates, and the links."""
+
+    totals: Mapping[str, float]
+    """Noisy (or public) row count of every private table it generates, ``{table: rows}``."""
+
+    def sample(self, public: Mapping[str, EncodedTable], *, scale: float, seed: int,
+               progress: Callable[[str], Reporter]) -> tuple[dict[str, EncodedTable],
+                                                             dict[str, np.ndarray]]:
+        """Codes of every private table and the parent row of every child row per private FK.
+
+        Args:
+            public: Codes of the public tables (released verbatim).
+            scale: Multiplies the generated tables' sizes.
+            seed: Seed of this draw (the same seed gives the same database).
+            progress: ``progress(component) -> Reporter``.
+
+        Returns:
+            ``({table: EncodedTable}, {fk name: (n_child,) int64 parent rows, -1 = null})``.
+        """
+        ...
+
+
+class DatabaseMethod(Protocol):
+    """A method that generates child tables from their parents (see the module docstring)."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    gaussian_only: ClassVar[bool]
+
+    def default_components(self, schema: Schema, *, mechanism: str
+                           ) -> list[tuple[str, str, str, Fraction]]:
+        """The plan components this method needs on ``schema``: ``(name, kind, method, share)``
+        with ``kind`` ``"table"`` or ``"edge"``; shares add up to 1."""
+        ...
+
+    def plan_problems(self, schema: Schema, components: tuple[Any, ...]) -> list[Problem]:
+        """What is wrong with a plan's components for this method on ``schema`` (all at once)."""
+        ...
+
+    def noise_scales(self, schema: Schema, component: Any, rho: Fraction | float, *,
+                     multipliers: Multipliers) -> dict[str, float]:
+        """``{release label: σ}`` of one component's Gaussian releases (public: reads no data)."""
+        ...
+
+    def fit(self, curator: Curator, budgets: Mapping[str, Budget], *, schema: Schema,
+            components: tuple[Any, ...], multipliers: Multipliers,
+            progress: Callable[[str], Reporter], seed: int) -> FittedDatabase:
+        """Spend each component's budget and return the fitted model."""
+        ...
+
+
 def _load() -> None:
     from relviz.relational import degree  # noqa: F401  (registration side effect)
     from relviz.relational.biadjacency import linker  # noqa: F401
+    from relviz.relational import denorm, privlava  # noqa: F401
 
 
 def get_class(name: str) -> type:
@@ -149,3 +211,26 @@ def get(name: str, **params: Any) -> Linker:
 def get_relation(name: str, **params: Any) -> RelationMethod:
     """A configured many-to-many relation method (e.g. ``get_relation("biadjacency")``)."""
     return get_relation_class(name)(**params)
+
+
+def get_database_class(name: str) -> type:
+    """The registered database method class. Raises KeyError naming the available ones."""
+    _load()
+    return DATABASE_METHODS.get_class(name)
+
+
+def available_databases() -> dict[str, str]:
+    """``{name: label}`` of the registered database methods."""
+    _load()
+    return DATABASE_METHODS.available()
+
+
+def is_database_method(name: str) -> bool:
+    """Whether ``name`` is a registered database method (it generates child tables)."""
+    _load()
+    return name in DATABASE_METHODS.available()
+
+
+def get_database(name: str, **params: Any) -> DatabaseMethod:
+    """A configured database method (e.g. ``get_database("privlava", assignment="hard")``)."""
+    return get_database_class(name)(**params)

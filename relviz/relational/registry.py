@@ -1,4 +1,5 @@
-"""The registries of relational methods: per-FK linkers and many-to-many relation methods.
+"""The registries of relational methods: per-FK linkers, many-to-many relation methods and
+database methods (which generate child tables from their parents).
 
 A method's module registers its class here (``@register`` / ``@register_relation``); the lookups
 (``relviz.relational.get``, ``get_relation``, ``available``, …) are in :mod:`relviz.relational`,
@@ -12,7 +13,8 @@ from collections.abc import Callable
 
 from relviz.registry import Registry
 
-__all__ = ["LINKERS", "RELATIONS", "register", "register_relation"]
+__all__ = ["LINKERS", "RELATIONS", "DATABASE_METHODS", "register", "register_relation",
+           "register_database"]
 
 LINKERS = Registry("relational method")
 """Per-FK linkers (``Linker``), by name."""
@@ -20,5 +22,9 @@ LINKERS = Registry("relational method")
 RELATIONS = Registry("many-to-many method")
 """Many-to-many relation methods (``RelationMethod``), by name."""
 
+DATABASE_METHODS = Registry("database method")
+"""Methods that generate child tables from their parents (``DatabaseMethod``), by name."""
+
 register: Callable[[type], type] = LINKERS.register
 register_relation: Callable[[type], type] = RELATIONS.register
+register_database: Callable[[type], type] = DATABASE_METHODS.register

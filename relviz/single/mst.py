@@ -90,6 +90,9 @@ class MSTModel:
         mapping: ``{attribute: original code → compressed code}`` for compressed attributes.
         cliques: The selected 2-way cliques (tree edges).
         total: Estimated rows.
+        measurements: The noisy releases the model was fitted to, ``(attributes, noisy counts
+            (flat, C order, over the compressed domain), σ)``: PrivLava starts its tuple model
+            from them (Cai, Xiao & Cormode 2023, Alg. 2 line 1).
     """
 
     model: object
@@ -97,6 +100,7 @@ class MSTModel:
     mapping: dict[str, np.ndarray]
     cliques: tuple[tuple[str, str], ...]
     total: float
+    measurements: tuple[tuple[tuple[str, ...], np.ndarray, float], ...] = ()
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         with global_numpy_seed(rng):
@@ -119,6 +123,9 @@ class MST:
         compress_above: Domains with more codes than this are compressed by the 3σ rule.
         max_cells: 2-way marginals with more cells are not candidates for the tree.
         max_domain: Largest attribute domain accepted (codes).
+        required: Attribute pairs that are tree edges whatever the scores (a public choice; PrivLava
+            requires its latent pair, whose joint state is one group type). They are measured
+            with the other 2-way marginals and take no selection step.
     """
 
     name: ClassVar[str] = "mst"
@@ -128,6 +135,7 @@ class MST:
     compress_above: int = 64
     max_cells: int = 1_000_000
     max_domain: int = 10_000
+    required: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if int(self.iters) != self.iters or self.iters < 100:
@@ -233,10 +241,16 @@ class MST:
         tree = nx.Graph()
         tree.add_nodes_from(attrs)
         comp = {a: i for i, a in enumerate(attrs)}
-        n_steps = d - 1
-        step_rho = [rho2 / n_steps] * (n_steps - 1)
-        step_rho.append(rho2 - sum(step_rho, Fraction(0)))
         selected: list[tuple[str, str]] = []
+        for a, b in self.required:
+            if a in comp and b in comp and comp[a] != comp[b]:
+                selected.append((a, b))
+                old_c, new_c = comp[b], comp[a]
+                comp = {k: (new_c if v == old_c else v) for k, v in comp.items()}
+        n_steps = d - 1 - len(selected)
+        step_rho = [rho2 / n_steps] * (n_steps - 1) if n_steps > 0 else []
+        if n_steps > 0:
+            step_rho.append(rho2 - sum(step_rho, Fraction(0)))
         for step in range(n_steps):
             cands = [p for p in pairs if comp[p[0]] != comp[p[1]]]
             if not cands:  # remaining components cannot be joined (max_cells): budget unspent
@@ -250,6 +264,8 @@ class MST:
             comp = {k: (new if v == old else v) for k, v in comp.items()}
             progress(0.15 + 0.25 * (step + 1) / n_steps, f"selected {a} × {b}")
 
+        if n_steps <= 0:  # every edge was required: the selection budget measures them instead
+            rho3 = rho3 + rho2
         # 4. two-way marginals ------------------------------------------------------------------
         meas2 = []
         if selected:
@@ -274,7 +290,9 @@ class MST:
         model = mbi.estimation.MirrorDescent().estimate(domain, meas1 + meas2, iters=self.iters,
                                                         callback_fn=callback)
         progress(1.0, "fitted")
-        return MSTModel(model, attrs, mapping, tuple(selected), float(model.total))
+        released = tuple((tuple(m.clique), np.asarray(m.noisy_measurement, dtype=np.float64),
+                          float(m.stddev)) for m in meas1 + meas2)
+        return MSTModel(model, attrs, mapping, tuple(selected), float(model.total), released)
 
     @staticmethod
     def _compressed(x: np.ndarray, a: str, b: str, sizes: dict[str, int],

@@ -757,3 +757,26 @@ def clustered_db(schema: Schema) -> tuple[Database, str, list[int]]:
         if t.public:
             frames[t.name] = public_frames(schema)[t.name]
     return Database(schema, frames), parent.name, a_rows
+
+
+# ------------------------------------------------------------------------------------------------
+# Database methods (Denorm, PrivLava): they own the whole plan
+# ------------------------------------------------------------------------------------------------
+
+def database_methods() -> list[str]:
+    return list(relational.available_databases())
+
+
+def household_person_schema(tau: int = 2) -> Schema:
+    """(f) households (entity) → persons, the census shape a database method joins."""
+    s = household_schema(tau)
+    return Schema((s.table("households"), s.table("persons")),
+                  (ForeignKey("persons", ("hid",), "households"),),
+                  PrivacyUnit("households", {"persons.hid->households": tau}), name="household-person")
+
+
+def make_database_plan(schema: Schema, method: str) -> Plan | None:
+    """The default plan of database method ``method`` (small hyper-parameters); ``None`` when
+    the method refuses the schema."""
+    plan = small(Plan.default(schema, 1.0, 1e-6, method=method))
+    return None if plan.problems(schema) else plan

@@ -304,3 +304,44 @@ def test_ledger_reveals_no_private_count() -> None:
                              + (f"\n      … {len(diffs) - 8} more" if len(diffs) > 8 else ""))
     assert not differing, (f"the ledger differs on {len(differing)} of {len(db['households'])} "
                            "neighbours:\n  " + "\n  ".join(differing[:3]))
+
+
+# ------------------------------------------------------------------------------------------------
+# Database methods (issue 11): every release of Denorm / PrivLava within its declared Δ
+# ------------------------------------------------------------------------------------------------
+
+from tests.privacy.neighbours import (database_methods, household_person_schema,  # noqa: E402
+                                      make_database_plan)
+
+DATABASE_CASES = [
+    Case("household-person-entity", household_person_schema(),
+         dict(min_rows=2, max_rows=4, min_degree={"persons.hid->households": 1})),
+    Case("parent-child-row-nonnull", parent_child_schema(nullable=False), dict(min_rows=2, max_rows=4)),
+    Case("parent-child-tuple-nonnull", tuple_unit(parent_child_schema(nullable=False)),
+         dict(min_rows=2, max_rows=5)),
+    Case("public-parent-entity", public_parent_schema(entity=True), dict(min_rows=2, max_rows=5)),
+]
+
+
+def _database_plans() -> list[Any]:
+    out = []
+    for case in DATABASE_CASES:
+        for method in database_methods():
+            plan = make_database_plan(case.schema, method)
+            if plan is not None:
+                out.append(pytest.param(case, Methods(method, plan), id=f"{case.id}-{method}"))
+    return out
+
+
+@pytest.mark.parametrize(("case", "methods"), _database_plans())
+@HARNESS
+@given(data=st.data())
+def test_database_method_releases_within_declared_sensitivity(case: Case, methods: Methods,
+                                                              data: st.DataObject) -> None:
+    """As :func:`test_every_release_within_declared_sensitivity`, for the plans of database
+    methods (the joined table's marginals, the group sizes, the public-parent counts)."""
+    db = data.draw(databases(case.schema, **case.draw), label="database")
+    seed = data.draw(st.integers(0, 2**32 - 1), label="neighbour seed")
+    nbrs = neighbours(db, np.random.default_rng(seed), n_row=ROW_NEIGHBOURS)
+    violations = check_neighbours(db, methods.plan, nbrs)
+    assert not violations, report(violations, f"{case.id} {methods.id} {db!r}")

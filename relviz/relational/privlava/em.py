@@ -1,0 +1,316 @@
+"""PrivLava's group model and Algorithm 1 (EM with noisy M-steps), vectorised.
+
+Cai, Xiao & Cormode, "PrivLava: Synthesizing Relational Data with Foreign Keys under Differential
+Privacy", SIGMOD 2023: the group model of §4.1 (Eq. 2–4) and Algorithm 1 of §4.2 with the EM
+derivation of App. A; documented in docs/methods/privlava.md. One EM iteration:
+
+* **E-step** (E1–E3): ``ℓ_G(z) = log p_Z(z) + log p_size(|G| | z) + Σ_{t∈G} Σ_{C ∋ Z} θ_C[(t,z)_C]
+  − |G|·log p_θ(z)`` for every group ``G`` and composite latent state ``z = (z₁, z₂)``, then the
+  posterior ``q_G = softmax(ℓ_G)``. The sum over a group's tuples is one sparse–dense product per
+  clique: ``H_C`` (groups × cells of the clique's observed part, the group histograms, built once
+  per attribute set) times ``Θ_C`` (cells × latent states); groups are processed in chunks so
+  the ``N × K`` posterior is never held whole.
+* **M-step** (M1–M3), streamed over the same chunks: ``cnt(z) = Σ_G w_G(z)``,
+  ``cnt(s, z) = Σ_G w_G(z)[|G| = s]`` and every latent marginal ``H_{S_A}ᵀ w`` (summed over the
+  latent axis not in the marginal), each released with the Gaussian mechanism through the run's
+  budget; ``w = q`` (soft, default) or one-hot ``argmax q`` (hard), §4.4. M4 (the θ fit) is done
+  by the caller with :func:`relviz.relational.privlava.pgm.fit_model`.
+
+The first E-step of a run breaks the symmetry of ``θ = 0`` with data-independent randomness keyed
+per group (a keyed hash of the parent's primary key), so a group's draw does not depend on which
+other groups exist (§4.6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+import scipy.sparse as sp
+
+from relviz.privacy.budget import Budget
+
+__all__ = ["Groups", "LatentSpec", "EMState", "e_step", "m_step", "Z1", "Z2"]
+
+CHUNK = 65_536
+FLOOR = 1e-12
+
+
+def Z1(fk: str) -> str:  # noqa: N802 - the paper's symbol
+    """Name of the first latent attribute of FK ``fk``."""
+    return f"__Z1[{fk}]"
+
+
+def Z2(fk: str) -> str:  # noqa: N802
+    return f"__Z2[{fk}]"
+
+
+def _splitmix64(z: np.ndarray) -> np.ndarray:
+    z = z * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def keyed_uniforms(keys: np.ndarray, n: int, salt: int) -> np.ndarray:
+    """``(len(keys), n)`` uniforms in (0, 1), a function of each key (and ``salt``) alone."""
+    with np.errstate(over="ignore"):
+        base = _splitmix64(keys.astype(np.uint64) ^ np.uint64(salt & 0xFFFFFFFFFFFFFFFF))
+        j = np.arange(1, n + 1, dtype=np.uint64) * np.uint64(0xD1B54A32D192ED03)
+        h = _splitmix64(base[:, None] ^ j[None, :])
+    return ((h >> np.uint64(11)).astype(np.float64) + 0.5) / float(1 << 53)
+
+
+@dataclass
+class Groups:
+    """The child relation grouped by its parent along one FK (§3.3).
+
+    Attributes:
+        codes: ``(n, d)`` int64 child codes (own attributes and inherited latent columns).
+        attrs: Column names of ``codes``.
+        domain: ``{attribute: size}``.
+        group: ``(n,)`` int64 group of each child row (0…N−1).
+        size: ``(N,)`` int64 group sizes.
+        parent: ``(N,)`` int64 parent row of each group.
+        keys: ``(N,)`` uint64 keyed hash of each group's parent key (for the §4.6 draws).
+    """
+
+    codes: np.ndarray
+    attrs: tuple[str, ...]
+    domain: dict[str, int]
+    group: np.ndarray
+    size: np.ndarray
+    parent: np.ndarray
+    keys: np.ndarray
+    _hist: dict[tuple[str, ...], sp.csr_matrix] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.size)
+
+    def flat(self, attrs: tuple[str, ...]) -> np.ndarray:
+        """Flat C-order cell of every child row in the marginal on ``attrs``."""
+        if not attrs:
+            return np.zeros(len(self.group), dtype=np.int64)
+        cols = [self.codes[:, self.attrs.index(a)] for a in attrs]
+        return np.ravel_multi_index(cols, tuple(self.domain[a] for a in attrs)).astype(np.int64)
+
+    def histograms(self, attrs: tuple[str, ...]) -> sp.csr_matrix:
+        """``H``: groups × cells of ``attrs``, the per-group counts (cached)."""
+        if attrs not in self._hist:
+            cells = int(np.prod([self.domain[a] for a in attrs])) if attrs else 1
+            data = np.ones(len(self.group), dtype=np.float32)
+            self._hist[attrs] = sp.csr_matrix((data, (self.group, self.flat(attrs))),
+                                              shape=(self.n_groups, cells))
+            self._hist[attrs].sum_duplicates()
+        return self._hist[attrs]
+
+
+@dataclass
+class LatentSpec:
+    """The latent pair of one FK and the group-size domain.
+
+    Attributes:
+        z1, z2: Names of the latent attributes; ``k``: their domain size (``K = k²`` states).
+        s_min, tau: The group-size domain ``𝒮 = {s_min, …, τ}`` (``s_min`` = 0 when childless
+            parents are groups of size 0, §3.4).
+    """
+
+    z1: str
+    z2: str
+    k: int
+    s_min: int
+    tau: int
+
+    @property
+    def K(self) -> int:  # noqa: N802 - the paper's symbol
+        return self.k * self.k
+
+    @property
+    def sizes(self) -> int:
+        return self.tau - self.s_min + 1
+
+
+@dataclass
+class EMState:
+    """Parameters of the group model: ``p_Z`` ``(K,)``, ``p_size`` ``(|𝒮|, K)`` (columns sum to
+    1), the fitted tuple model (``mbi`` model, or ``None`` before the first fit) and the last
+    E-step's hard assignment ``z_G``."""
+
+    p_z: np.ndarray
+    p_size: np.ndarray
+    model: object | None = None
+    z_hard: np.ndarray | None = None
+    first: bool = True
+
+
+def _theta_blocks(potentials, spec: LatentSpec) -> list[tuple[tuple[str, ...], np.ndarray]]:  # noqa: ANN001
+    """Per clique with a latent attribute: (observed attributes, ``(cells, K)`` block of θ)."""
+    out = []
+    k = spec.k
+    for attrs, vals in potentials:
+        lat = [a for a in attrs if a in (spec.z1, spec.z2)]
+        if not lat:
+            continue
+        obs = [a for a in attrs if a not in lat]
+        lat_sorted = [a for a in (spec.z1, spec.z2) if a in lat]
+        order = [attrs.index(a) for a in obs + lat_sorted]
+        v = np.transpose(vals, order)
+        cells = int(np.prod(v.shape[: len(obs)])) if obs else 1
+        v = v.reshape(cells, -1)
+        if lat_sorted == [spec.z1]:
+            v = np.repeat(v, k, axis=1)
+        elif lat_sorted == [spec.z2]:
+            v = np.tile(v, (1, k))
+        out.append((tuple(obs), v.astype(np.float32)))
+    return out
+
+
+def _posteriors(groups: Groups, state: EMState, spec: LatentSpec, blocks, log_pz_tuple: np.ndarray,  # noqa: ANN001
+                rows: slice, salt: int) -> np.ndarray:
+    """``q_G`` for the groups in ``rows`` (``(b, K)`` float32)."""
+    size = groups.size[rows]
+    if state.first:  # §4.6: break the θ = 0 symmetry with keyed Dirichlet(1) draws
+        e = -np.log(keyed_uniforms(groups.keys[rows], spec.K, salt))
+        return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+    score = np.zeros((len(size), spec.K), dtype=np.float32)
+    for obs, theta in blocks:
+        if obs:
+            score += groups.histograms(obs)[rows] @ theta
+        else:
+            score += size[:, None].astype(np.float32) * theta[0][None, :]
+    log_pz = np.log(np.maximum(state.p_z, FLOOR)).astype(np.float32)
+    log_ps = np.log(np.maximum(state.p_size, FLOOR)).astype(np.float32)
+    score += log_pz[None, :] + log_ps[size - spec.s_min]
+    score -= size[:, None].astype(np.float32) * log_pz_tuple[None, :].astype(np.float32)
+    score -= score.max(axis=1, keepdims=True)
+    q = np.exp(score)
+    return q / q.sum(axis=1, keepdims=True)
+
+
+def e_step(groups: Groups, state: EMState, spec: LatentSpec, potentials, log_pz_tuple: np.ndarray,  # noqa: ANN001
+           latent: list[tuple[tuple[str, ...], tuple[str, ...]]], *, hard: bool, salt: int
+           ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]:
+    """E-step and the exact (pre-noise) M-step statistics, streamed over chunks of groups.
+
+    Args:
+        potentials: ``[(attributes, θ_C)]`` of the current tuple model (ignored on the first call).
+        log_pz_tuple: ``(K,)`` ``log p_θ(z)``, the tuple-level latent marginal (E1).
+        latent: ``[(S_A, S_Z)]`` of every latent marginal to count (M3).
+        hard: Count with one-hot ``argmax q`` instead of ``q`` (§4.4).
+        salt: Key of the first-iteration draws.
+
+    Returns:
+        ``(cnt(z) (K,), cnt(s, z) (|𝒮|, K), [latent marginal counts, flat C order over
+        S_A + S_Z], z_G (N,))``. These are exact private statistics: release them only through
+        :func:`m_step`.
+    """
+    blocks = [] if state.first else _theta_blocks(potentials, spec)
+    K, k = spec.K, spec.k
+    cnt_z = np.zeros(K)
+    cnt_sz = np.zeros((spec.sizes, K))
+    lat_counts = [np.zeros((int(np.prod([groups.domain[a] for a in sa])) if sa else 1, K))
+                  for sa, _ in latent]
+    z_hard = np.empty(groups.n_groups, dtype=np.int64)
+    for start in range(0, groups.n_groups, CHUNK):
+        rows = slice(start, min(start + CHUNK, groups.n_groups))
+        q = _posteriors(groups, state, spec, blocks, log_pz_tuple, rows, salt)
+        z = q.argmax(axis=1)
+        z_hard[rows] = z
+        w = np.zeros_like(q)
+        if hard:
+            w[np.arange(len(z)), z] = 1.0
+        else:
+            w = q
+        w64 = w.astype(np.float64)
+        cnt_z += w64.sum(axis=0)
+        np.add.at(cnt_sz, groups.size[rows] - spec.s_min, w64)
+        size = groups.size[rows].astype(np.float64)
+        for i, (sa, _) in enumerate(latent):
+            if sa:
+                lat_counts[i] += groups.histograms(sa)[rows].T.astype(np.float64) @ w64
+            else:
+                lat_counts[i][0] += size @ w64
+    out = []
+    for (sa, sz), c in zip(latent, lat_counts):
+        c3 = c.reshape(-1, k, k)
+        if sz == (spec.z1,):
+            c3 = c3.sum(axis=2)
+        elif sz == (spec.z2,):
+            c3 = c3.sum(axis=1)
+        out.append(c3.reshape(-1))
+    return cnt_z, cnt_sz, out, z_hard
+
+
+@dataclass(frozen=True)
+class NoiseScales:
+    """ρ per release of Algorithm 1 and their sensitivities (§10.5, §10.4)."""
+
+    rho_z: Fraction
+    rho_size: Fraction
+    rho_latent: Fraction  # per latent marginal
+    delta_cnt: float
+    delta_latent: float
+
+
+def _pooled(cnt: np.ndarray) -> np.ndarray:
+    s = cnt.sum()
+    return cnt / s if s > 0 else np.full(len(cnt), 1.0 / len(cnt))
+
+
+def m_step(stats, spec: LatentSpec, scales: NoiseScales, budget: Budget, iteration: str, *,  # noqa: ANN001
+           n_children: float | None = None, n_groups: float | None = None
+           ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, float]]]:
+    """M1–M3: release the E-step statistics with Gaussian noise and update ``p_Z``, ``p_size``.
+
+    Post-processing (free; relviz's, replacing the paper's clip-at-0, which spreads the positive
+    part of the noise over every empty cell and inflates group sizes when ``τ`` is large): the
+    noisy ``cnt(z)`` is projected onto ``{x ≥ 0, Σx = N}`` with ``N`` the number of groups (public
+    when every parent is a group of a public parent, else the noisy sum), and the noisy
+    ``cnt(s, z)`` onto ``{x ≥ 0, Σ_{s,z} x = Σ_z cnt*(z), Σ_{s,z} s·x = ñ}`` with ``ñ`` the noisy
+    number of grouped children from Algorithm 2 line 1 (Euclidean projections,
+    ``relviz.privacy.postprocessing``).
+
+    Args:
+        n_children: Noisy (or public) number of children in groups, for the size moment.
+        n_groups: Public number of groups, when known.
+
+    Returns:
+        ``(p_Z, p_size, [(noisy latent marginal, σ_ℓ)])``.
+    """
+    from relviz.privacy.postprocessing import project_counts, project_counts_moment
+
+    cnt_z, cnt_sz, latent, _ = stats
+    src = "PrivLava (Cai, Xiao & Cormode 2023) Algorithm 1"
+    noisy_z, _ = budget.gaussian(cnt_z, rho=scales.rho_z, sensitivity=scales.delta_cnt,
+                                 label=f"Alg. 1 M1 latent-state counts cnt(z) ({iteration})",
+                                 source=src + " M1", integer=False)
+    total_groups = float(n_groups) if n_groups is not None else max(float(noisy_z.sum()), 1.0)
+    noisy_z = project_counts(noisy_z, total_groups)
+    p_z = _pooled(noisy_z)
+    noisy_sz, _ = budget.gaussian(cnt_sz.ravel(), rho=scales.rho_size, sensitivity=scales.delta_cnt,
+                                  label=f"Alg. 1 M2 group-size counts cnt(s, z) ({iteration})",
+                                  source=src + " M2", integer=False)
+    noisy_sz = noisy_sz.reshape(cnt_sz.shape)
+    sizes = np.repeat(np.arange(spec.s_min, spec.tau + 1, dtype=np.float64), spec.K)
+    if n_children is not None:
+        noisy_sz = project_counts_moment(noisy_sz.ravel(), total_groups, sizes,
+                                         float(n_children)).reshape(cnt_sz.shape)
+    else:
+        noisy_sz = project_counts(noisy_sz.ravel(), total_groups).reshape(cnt_sz.shape)
+    col = noisy_sz.sum(axis=0)
+    pooled = _pooled(noisy_sz.sum(axis=1))
+    p_size = np.where(col[None, :] > 0, noisy_sz / np.where(col > 0, col, 1.0)[None, :],
+                      pooled[:, None])
+    out = []
+    if latent:
+        vec = np.concatenate(latent)
+        m = len(latent)
+        noisy, sigma = budget.gaussian(
+            vec, rho=scales.rho_latent * m, sensitivity=scales.delta_latent * float(np.sqrt(m)),
+            label=f"Alg. 1 M3 {m} latent marginals ({iteration})", source=src + " M3",
+            integer=False)
+        for part in np.split(noisy, np.cumsum([len(x) for x in latent])[:-1]):
+            out.append((part, sigma))
+    return p_z, p_size, out

@@ -1,0 +1,656 @@
+"""PrivLava as a relviz database method: Algorithms 2–4 over a whole foreign-key DAG.
+
+Cai, Xiao & Cormode, "PrivLava: Synthesizing Relational Data with Foreign Keys under Differential
+Privacy", SIGMOD 2023 (documented in docs/methods/privlava.md):
+
+* **Algorithm 2** per private FK ``e = C → P`` (§4.3): line 1 is a single-relation run on the child
+  (relviz's MST on ``mbi``, which §7.3 allows in place of PrivMRF; it keeps its noisy marginals for
+  the tuple model); the latent domain ``k`` (§4.7) from the noisy total; the ``2d + 1`` initial
+  latent marginals; Algorithm 1 (``T = 6``); then ``T_C = 2`` rounds that score ``n_C = 400``
+  sampled λ-useful candidates by the noisy L1 error ``err~`` of their observed part and add the
+  ``n_inc = d/4`` worst, each followed by one warm-started EM iteration.
+* **Algorithm 3** (§5, §9.2): FKs in the order ``<`` (children first), each parent augmented with
+  its FK's latent pair ``z_G`` (childless parents draw ``z ~ p_Z``, keyed by their key), then a
+  single-relation model on every augmented table that has no private FK (private roots and public
+  parents).
+* **Algorithm 4** (§8, §9.3–9.5): roots sampled (public parents keep their rows and draw their
+  latent columns from the exact posterior of the augmented model, §9.4), FKs in descending order;
+  a child not generated yet is drawn as groups (``s ~ p_size(·|z)``, reconciled with the child's
+  noisy total ``ñ`` as in §9.5 step 1 — relviz's, so that a child table keeps its released size —
+  then ``s`` tuples from ``p_θ(·|z)``); a child that exists already is matched to its other parents by
+  generate-then-match (§9.5: sizes reconciled with the child count, templates drawn from
+  ``p_θ(·|z)``, existing tuples matched to templates on the longest agreeing attribute prefix).
+
+Candidate latent marginals (§5.3) have an observed part of one attribute, or of two attributes
+that share a junction-tree clique of the current tuple model (the authors' code restricts
+candidates the same way); this keeps every ``err~`` estimate ``ñ·μ_θ(S_A)`` an exact clique
+marginal and the model's treewidth unchanged.
+
+relviz additions, public and documented: a nullable FK releases the number of null children
+(Gaussian, from the FK's budget) and draws that many children from the tuple model marginalised
+over ``z``; every release goes through the run's accountant with the §10.4 sensitivities of
+:mod:`relviz.relational.privlava.accounting`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from itertools import combinations
+from typing import Any, ClassVar
+
+import numpy as np
+
+from relviz.encoding import EncodedTable
+from relviz.errors import ParameterError, Problem
+from relviz.privacy.budget import Budget
+from relviz.privacy.measure import Curator, PrivateTable, ReadLog
+from relviz.privacy.sensitivity import Multipliers
+from relviz.progress import Reporter
+from relviz.relational.privlava import pgm
+from relviz.relational.privlava.accounting import (
+    MEAN_ABS, Calibration, calibrate, fk_order, latent_k, n_inc, sensitivities, unit_problems)
+from relviz.relational.privlava.em import (
+    EMState, Groups, LatentSpec, NoiseScales, Z1, Z2, e_step, keyed_uniforms, m_step)
+from relviz.relational.registry import register_database
+from relviz.schema import ForeignKey, Schema
+
+__all__ = ["PrivLava", "FittedPrivLava", "FKModel"]
+
+SOURCE = "PrivLava (Cai, Xiao & Cormode, SIGMOD 2023)"
+NULL_SHARE = Fraction(1, 50)
+
+
+@dataclass
+class FKModel:
+    """What Algorithm 2 keeps for one FK (all differentially private): the tuple model
+    ``p_θ(t, z)`` (an ``mbi`` model over the child's attributes and the latent pair), ``p_Z``,
+    ``p_size``, the latent spec, the noisy total, the null-children count and the selected latent
+    marginals."""
+
+    fk: str
+    spec: LatentSpec
+    state: EMState
+    child_attrs: tuple[str, ...]
+    n_noisy: float
+    null_noisy: float
+    latent_marginals: list[tuple[tuple[str, ...], tuple[str, ...]]]
+    useful: bool
+    calibration: Calibration
+
+
+def _roots(schema: Schema) -> list[str]:
+    """Tables that get a single-relation model (§6.2): referenced by a private FK (or private)
+    and with no private FK of their own."""
+    with_fk = {fk.child for fk in schema.private_foreign_keys}
+    parents = {fk.parent for fk in schema.private_foreign_keys}
+    out = []
+    for t in schema.table_names:
+        if t in with_fk:
+            continue
+        if t in parents or not schema.table(t).public:
+            out.append(t)
+    return out
+
+
+@register_database
+@dataclass(frozen=True)
+class PrivLava:
+    """PrivLava on relviz's accountant and ``mbi`` (see the module docstring).
+
+    Args:
+        assignment: ``"soft"`` (posteriors, App. A; default) or ``"hard"`` (argmax, Alg. 1).
+        T, T_C, n_C: EM iterations of the first call, selection rounds, candidates per round.
+        lam: λ of λ-usefulness. k_max: largest latent domain.
+        iters: Mirror-descent iterations per M-step.
+        max_clique_cells, max_model_cells: Size limits of the tuple model (latent axes included).
+        allow_empty_groups: ``"auto"`` (public parents: yes; private: no), ``True`` or ``False``.
+        m0: ``"relviz"`` (``2d + 1`` initial latent marginals) or ``"paper"`` (``2d``, no
+            ``{Z₁, Z₂}``; App. C.3).
+    """
+
+    name: ClassVar[str] = "privlava"
+    label: ClassVar[str] = "PrivLava (latent group model per FK)"
+    gaussian_only: ClassVar[bool] = False
+    assignment: str = "soft"
+    T: int = 6  # noqa: N815
+    T_C: int = 2  # noqa: N815
+    n_C: int = 400  # noqa: N815
+    lam: float = 20.0
+    k_max: int = 25
+    iters: int = 300
+    max_clique_cells: int = 2_000_000
+    max_model_cells: int = 20_000_000
+    allow_empty_groups: Any = "auto"
+    m0: str = "relviz"
+
+    def __post_init__(self) -> None:
+        if self.assignment not in ("soft", "hard"):
+            raise ParameterError("assignment", "assignment must be 'soft' or 'hard'")
+        for name, low in (("T", 1), ("T_C", 0), ("n_C", 1), ("k_max", 2), ("iters", 10)):
+            if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < low:
+                raise ParameterError(name, f"{name} must be an integer ≥ {low}")
+        if not self.lam > 0:
+            raise ParameterError("lam", "λ must be positive")
+        if self.m0 not in ("relviz", "paper"):
+            raise ParameterError("m0", "m0 must be 'relviz' or 'paper'")
+
+    # -- plan --------------------------------------------------------------------------------
+    def default_components(self, schema: Schema, *, mechanism: str = "mst"
+                           ) -> list[tuple[str, str, str, Fraction]]:
+        """One component per private FK (its Algorithm 2 run) and per single-relation model,
+        equal shares (§10.5 default)."""
+        fks = [fk.name for fk in fk_order(schema)]
+        roots = _roots(schema)
+        n = len(fks) + len(roots)
+        if n == 0:
+            return []
+        share = Fraction(1, n)
+        return [(f, "edge", self.name, share) for f in fks] + \
+            [(t, "table", "mst", share) for t in roots]
+
+    def plan_problems(self, schema: Schema, components: tuple[Any, ...]) -> list[Problem]:
+        out = list(unit_problems(schema))
+        names = {(c.name, c.kind) for c in components}
+        unit = schema.privacy_unit
+        for fk in schema.private_foreign_keys:
+            if (fk.name, "edge") not in names:
+                out.append(Problem("missing_component", "PrivLava models every private FK: add "
+                                   "this FK to the plan", column=fk.name))
+            if fk.self_referential:
+                out.append(Problem("unsupported_fk", "PrivLava needs an acyclic FK graph; a "
+                                   "self-referential FK is a cycle", column=fk.name))
+            if unit is not None and fk.name not in unit.caps:
+                out.append(Problem("missing_cap", "PrivLava needs a public group-size cap τ on "
+                                   "every private FK", column=fk.name))
+        roots = set(_roots(schema))
+        for c in components:
+            if c.kind != "table":
+                continue
+            if c.name not in roots:
+                out.append(Problem("generated_table", "PrivLava generates this table as groups of "
+                                   "its parent (it gets no model of its own): remove the component",
+                                   c.name))
+            elif c.method != "mst":
+                out.append(Problem("needs_graphical_model", "PrivLava's single-relation models must "
+                                   "be graphical models that carry the latent columns (use mst)",
+                                   c.name))
+        for t in sorted(roots - {c.name for c in components if c.kind == "table"}):
+            out.append(Problem("missing_component", "PrivLava needs a single-relation model of "
+                               "this table (augmented with latent columns)", t))
+        return out
+
+    def noise_scales(self, schema: Schema, component: Any, rho: Fraction | float, *,
+                     multipliers: Multipliers) -> dict[str, float]:
+        """σ per release of one component (public): for an FK, Algorithm 1's ``σ_z``,
+        ``σ_size``, ``σ_ℓ`` and ``err~``'s ``σ_err`` (§10.5); for a table, MST's σ's with the
+        augmented table's sensitivities."""
+        sens = sensitivities(schema, multipliers)
+        rho = Fraction(rho)
+        if component.kind == "table":
+            from relviz.single import get as get_mechanism
+
+            table = self._augmented_table(schema, component.name)
+            return dict(get_mechanism(component.method, **component.params).noise_scales(
+                table, rho, histogram_sensitivity=sens.hist[component.name],
+                score_sensitivity=sens.score[component.name]))
+        fk = schema.foreign_key(component.name)
+        cal = self._calibration(schema, fk, rho, sens)
+        return {"Alg. 1 latent marginals σ_ℓ": cal.sigma_latent,
+                "Alg. 1 group sizes σ_size": cal.sigma_size,
+                "Alg. 1 latent states σ_z": cal.sigma_z,
+                "Alg. 2 err~ scores σ_err": cal.sigma_err}
+
+    def _augmented_table(self, schema: Schema, name: str):  # noqa: ANN202
+        """The table as its single-relation model sees it (latent columns of size ``k_max``
+        for the preview; the fit uses the actual ``k``)."""
+        from relviz.schema import Attribute, Table
+
+        t = schema.table(name)
+        extra = []
+        for fk in schema.fks_into(name):
+            if not schema.table(fk.child).public:
+                extra += [Attribute.categorical(Z1(fk.name), tuple(range(self.k_max))),
+                          Attribute.categorical(Z2(fk.name), tuple(range(self.k_max)))]
+        return Table(t.name, t.primary_key, tuple(t.attributes) + tuple(extra), public=False)
+
+    def _inherited(self, schema: Schema, table: str) -> list[str]:
+        return [z for fk in fk_order(schema) if fk.parent == table for z in (Z1(fk.name), Z2(fk.name))]
+
+    def _calibration(self, schema: Schema, fk: ForeignKey, rho: Fraction, sens) -> Calibration:  # noqa: ANN001
+        d = len(schema.table(fk.child).attributes) + len(self._inherited(schema, fk.child))
+        rho_main = rho * (1 - NULL_SHARE) if fk.nullable else rho
+        return calibrate(rho_main, d=max(d, 1), delta_cnt=sens.cnt[fk.name],
+                         delta_latent=sens.latent[fk.name], delta_err=sens.score[fk.child],
+                         T=self.T, T_C=self.T_C, n_C=self.n_C, m0_paper=self.m0 == "paper")
+
+    # -- fit: Algorithm 3 ----------------------------------------------------------------------
+    def fit(self, curator: Curator, budgets: Mapping[str, Budget], *, schema: Schema,
+            components: tuple[Any, ...], multipliers: Multipliers,
+            progress: Callable[[str], Reporter], seed: int) -> FittedPrivLava:
+        sens = sensitivities(schema, multipliers)
+        order = fk_order(schema)
+        aug: dict[str, tuple[tuple[str, ...], dict[str, int], np.ndarray]] = {}
+
+        def table_codes(name: str) -> tuple[tuple[str, ...], dict[str, int], np.ndarray]:
+            if name not in aug:
+                enc = curator.rows(name, "PrivLava")
+                aug[name] = (tuple(enc.attributes), dict(zip(enc.attributes, enc.sizes)),
+                             enc.codes.copy())
+            return aug[name]
+
+        models: dict[str, FKModel] = {}
+        for fk in order:
+            rep = progress(fk.name)
+            attrs, dom, codes = table_codes(fk.child)
+            model = self._algorithm2(curator, fk, attrs, dom, codes, budgets[fk.name], schema,
+                                     sens, multipliers, rep, seed)
+            models[fk.name] = model
+            # §6.1: augment the parent with z_G (childless parents draw z ~ p_Z, keyed)
+            p_attrs, p_dom, p_codes = table_codes(fk.parent)
+            z = self._parent_latent(curator, fk, model, p_codes.shape[0], seed)
+            k = model.spec.k
+            aug[fk.parent] = (p_attrs + (model.spec.z1, model.spec.z2),
+                              {**p_dom, model.spec.z1: k, model.spec.z2: k},
+                              np.column_stack([p_codes, z // k, z % k]))
+        singles: dict[str, Any] = {}
+        sizes: dict[str, float] = {}
+        from relviz.single import get as get_mechanism
+
+        for c in components:
+            if c.kind != "table":
+                continue
+            rep = progress(c.name)
+            attrs, dom, codes = table_codes(c.name)
+            rep(0.0, f"single-relation model of {c.name} (augmented)")
+            enc = EncodedTable(c.name, attrs, tuple(dom[a] for a in attrs), codes)
+            pairs = tuple(pair for pair in _latent_pairs(attrs))
+            mech = get_mechanism(c.method, **{"compress_above": 10**9, "required": pairs,
+                                              **dict(c.params)})
+            singles[c.name] = mech.fit(PrivateTable(enc, curator.log), budgets[c.name],
+                                       histogram_sensitivity=sens.hist[c.name],
+                                       score_sensitivity=sens.score[c.name], progress=rep)
+            if not schema.table(c.name).public:
+                sizes[c.name] = float(enc.n_rows) if multipliers.row_unit else \
+                    float(singles[c.name].total)
+            rep(1.0, "fitted")
+        return FittedPrivLava(schema, order, models, singles, sizes,
+                              {n: (a, d) for n, (a, d, _) in aug.items()}, self)
+
+    def _parent_latent(self, curator: Curator, fk: ForeignKey, model: FKModel, n_parent: int,
+                       seed: int) -> np.ndarray:
+        z = np.full(n_parent, -1, dtype=np.int64)
+        z[model.state.parents_] = model.state.z_hard  # type: ignore[attr-defined]
+        missing = np.flatnonzero(z < 0)
+        if len(missing):
+            keys = curator.row_keys(fk.parent, seed ^ 0x2A)[missing]
+            u = keyed_uniforms(keys, 1, zlib.crc32(f"pz:{fk.name}".encode()))[:, 0]
+            cdf = np.cumsum(model.state.p_z)
+            z[missing] = np.minimum(np.searchsorted(cdf / cdf[-1], u), len(cdf) - 1)
+        return z
+
+    # -- Algorithm 2 ---------------------------------------------------------------------------
+    def _algorithm2(self, curator: Curator, fk: ForeignKey, attrs: tuple[str, ...],
+                    dom: dict[str, int], codes: np.ndarray, budget: Budget, schema: Schema,
+                    sens, mult: Multipliers, rep: Reporter, seed: int) -> FKModel:  # noqa: ANN001
+        from relviz.single.mst import MST
+
+        cal = self._calibration(schema, fk, budget.rho, sens)
+        tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
+        parent_public = schema.table(fk.parent).public
+        empty = parent_public if self.allow_empty_groups == "auto" else bool(self.allow_empty_groups)
+        handle = curator.foreign_key(fk)
+        child_rows, parent_rows = handle.edges()
+        # nullable FK: the number of null children (relviz's addition)
+        null_noisy = 0.0
+        if fk.nullable:
+            n_null = float(len(codes) - len(child_rows))
+            y, _ = budget.gaussian(np.array([n_null]), rho=budget.rho * NULL_SHARE,
+                                   sensitivity=sens.hist[fk.child] if not mult.tuple_unit else 1.0,
+                                   label="children with a null FK (relviz)", source=SOURCE,
+                                   integer=True)
+            null_noisy = max(float(y[0]), 0.0)
+        # line 1: single-relation run on the child (noisy total first, then MST)
+        rep(0.01, "Alg. 2 line 1: noisy total of the child")
+        child_enc = EncodedTable(fk.child, attrs, tuple(dom[a] for a in attrs), codes)
+        data = PrivateTable(child_enc, curator.log)
+        rho_total = cal.rho_obs / 20
+        if mult.row_unit:
+            n_noisy = float(len(codes))
+            rho_mst = cal.rho_obs
+        else:
+            y, _ = budget.gaussian(np.array([float(data.total())]), rho=rho_total,
+                                   sensitivity=sens.hist[fk.child], label="Alg. 2 line 1: noisy total ñ",
+                                   source=SOURCE + " Alg. 2 line 1", integer=True)
+            n_noisy = max(float(y[0]), 1.0)
+            rho_mst = cal.rho_obs - rho_total
+        max_dom = max(dom.values()) if dom else 1
+        k, useful = latent_k(n_noisy, cal.sigma_latent, max_dom, lam=self.lam, k_max=self.k_max)
+        if not useful:
+            warnings.warn(f"PrivLava {fk.name}: privacy budget too small for latent modelling "
+                          f"(even k = 2 is not λ-useful); using k = 2", stacklevel=2)
+        K = k * k  # noqa: N806
+        rep(0.03, f"Alg. 2 line 1: MST on {fk.child} (k = {k})")
+        sub = Budget(budget.accountant, budget.component, rho_mst, budget.rng)
+        mst = MST(iters=max(100, self.iters), compress_above=10**9,
+                  max_cells=max(4, self.max_clique_cells // K), required=_latent_pairs(attrs))
+        obs = mst.fit(data, sub, histogram_sensitivity=sens.hist[fk.child],
+                      score_sensitivity=sens.score[fk.child],
+                      progress=lambda f, msg="": rep(0.03 + 0.07 * f, f"Alg. 2 line 1: {msg}"))
+        measurements = [(a, y, s) for a, y, s in getattr(obs, "measurements", ())]
+        if not measurements:  # ≤ 1 attribute: MST fell back to the 1-way marginal
+            measurements = []
+        # groups (§3.3)
+        spec = LatentSpec(Z1(fk.name), Z2(fk.name), k, 0 if empty else 1, tau)
+        order = np.argsort(parent_rows, kind="stable")
+        cr, pr = child_rows[order], parent_rows[order]
+        if empty:
+            parents = np.arange(handle.n_parent, dtype=np.int64)
+            size = np.bincount(pr, minlength=handle.n_parent).astype(np.int64)
+            group = pr
+        else:
+            parents, group, size = np.unique(pr, return_inverse=True, return_counts=True)
+        size = np.minimum(size, tau)
+        keys = curator.row_keys(fk.parent, seed ^ 0x2A)[parents]
+        g = Groups(codes[cr], attrs, dict(dom), group.astype(np.int64), size.astype(np.int64),
+                   parents.astype(np.int64), keys)
+        d = len(attrs)
+        latent: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+        for a in attrs:
+            latent += [((a,), (spec.z1,)), ((a,), (spec.z2,))]
+        if self.m0 != "paper":
+            latent.append(((), (spec.z1, spec.z2)))
+        state = EMState(np.full(K, 1.0 / K), np.full((spec.sizes, K), 1.0 / spec.sizes))
+        model_dom = {**dom, spec.z1: k, spec.z2: k}
+        scales = NoiseScales(cal.rho_z, cal.rho_size, cal.rho_latent, sens.cnt[fk.name],
+                             sens.latent[fk.name])
+        total_its = self.T + self.T_C
+
+        def em(iterations: int, done: int) -> None:
+            for j in range(iterations):
+                rep(0.1 + 0.85 * (done + j) / total_its,
+                    f"Alg. 1 EM iteration {done + j + 1} of {total_its} (k = {k}, "
+                    f"{len(latent)} latent marginals)")
+                pots = pgm.clique_potentials(state.model) if state.model is not None else []
+                if state.model is not None:
+                    log_pz_t = np.log(np.maximum(pgm.model_marginal(
+                        state.model, (spec.z1, spec.z2)).ravel(), 1e-12))
+                else:
+                    log_pz_t = np.zeros(K)
+                stats = e_step(g, state, spec, pots, log_pz_t, latent,
+                               hard=self.assignment == "hard", salt=seed ^ zlib.crc32(fk.name.encode()))
+                state.z_hard = stats[3]
+                state.first = False
+                p_z, p_size, lat = m_step(stats, spec, scales, budget,
+                                          f"{fk.name}, iteration {done + j + 1}",
+                                          n_children=max(n_noisy - null_noisy, 0.0),
+                                          n_groups=float(g.n_groups) if empty and parent_public
+                                          else None)
+                state.p_z, state.p_size = p_z, p_size
+                meas = measurements + [(sa + sz, y, s) for (sa, sz), (y, s) in zip(latent, lat)]
+                state.model = pgm.fit_model(model_dom, meas, n_noisy, warm=state.model,
+                                            iters=self.iters)
+
+        em(self.T, 0)
+        rng = np.random.default_rng([seed & 0xFFFFFFFF, 7, len(fk.name)])
+        thr = self.lam * MEAN_ABS * cal.sigma_latent
+        for rnd in range(self.T_C):
+            rep(0.1 + 0.85 * (self.T + rnd) / total_its, f"Alg. 2 selection round {rnd + 1}")
+            have = {sa + sz for sa, sz in latent}
+            tree_cliques = [set(c) for c in pgm.calibrated(state.model).beliefs]
+            pool = []
+            for r in (1, 2):
+                for sa in combinations(attrs, r):
+                    if r == 2 and not any(set(sa) <= c for c in tree_cliques):
+                        continue  # observed part inside one junction-tree clique (see docstring)
+                    cells_a = int(np.prod([dom[a] for a in sa]))
+                    for sz in ((spec.z1,), (spec.z2,), (spec.z1, spec.z2)):
+                        cells = cells_a * (k ** len(sz))
+                        if sa + sz in have or cells * (K // (k ** len(sz))) > self.max_clique_cells:
+                            continue
+                        if n_noisy / cells >= thr:
+                            pool.append((sa, sz))
+            if not pool:
+                continue
+            pick = rng.choice(len(pool), size=min(self.n_C, len(pool)), replace=False)
+            cands = [pool[i] for i in sorted(pick)]
+            distinct = sorted({sa for sa, _ in cands})
+            exact = np.array([np.abs(data.marginal(sa) - n_noisy * pgm.model_marginal(
+                state.model, sa).ravel()).sum() for sa in distinct])
+            m = len(distinct)
+            noisy, _ = budget.gaussian(exact, rho=cal.rho_err * m,
+                                       sensitivity=sens.score[fk.child] * math.sqrt(m),
+                                       label=f"Alg. 2 err~ scores, round {rnd + 1} ({m} sets)",
+                                       source=SOURCE + " Alg. 2 line 12", integer=False)
+            top = [distinct[i] for i in np.argsort(-noisy, kind="stable")[: n_inc(d)]]
+            for sa in top:
+                variants = [c for c in cands if c[0] == sa]
+                latent.append(variants[int(rng.integers(len(variants)))])
+            em(1, self.T + rnd)
+        rep(1.0, f"fitted (k = {k}, {len(latent)} latent marginals)")
+        state.parents_ = parents  # type: ignore[attr-defined]
+        return FKModel(fk.name, spec, state, attrs, n_noisy, null_noisy, latent, useful, cal)
+
+
+@dataclass
+class FittedPrivLava:
+    """A fitted PrivLava model of a database (all parts differentially private)."""
+
+    schema: Schema
+    order: list[ForeignKey]
+    models: dict[str, FKModel]
+    singles: dict[str, Any]
+    sizes: dict[str, float]
+    columns: dict[str, tuple[tuple[str, ...], dict[str, int]]]
+    method: PrivLava
+    totals: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.totals = dict(self.sizes)
+
+    # -- Algorithm 4 ---------------------------------------------------------------------------
+    def sample(self, public: Mapping[str, EncodedTable], *, scale: float, seed: int,
+               progress: Callable[[str], Reporter]) -> tuple[dict[str, EncodedTable],
+                                                             dict[str, np.ndarray]]:
+        schema = self.schema
+        rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 0x1A7A])
+        rows: dict[str, dict[str, np.ndarray]] = {}
+        for name, model in self.singles.items():
+            rep = progress(name)
+            attrs, _ = self.columns.get(name, (tuple(schema.table(name).attribute_names), {}))
+            if schema.table(name).public:
+                rep(0.0, f"latent columns of public {name} (§9.4)")
+                rows[name] = self._public_latent(name, public[name], model, attrs, rng)
+            else:
+                n = max(1, int(round(self.sizes[name] * scale)))
+                rep(0.0, f"sampling {n:,} rows of {name}")
+                codes = model.sample(n, rng)
+                rows[name] = {a: codes[:, i] for i, a in enumerate(attrs)}
+            rep(1.0, "sampled")
+        links: dict[str, np.ndarray] = {}
+        for fk in reversed(self.order):
+            rep = progress(fk.name)
+            m = self.models[fk.name]
+            parents = rows[fk.parent]
+            n_par = len(next(iter(parents.values())))
+            z = parents[m.spec.z1] * m.spec.k + parents[m.spec.z2]
+            if fk.child not in rows:
+                rep(0.0, f"groups of {fk.child} per {fk.parent} (§8)")
+                rows[fk.child], links[fk.name] = self._groups(m, z, scale, rng)
+            else:
+                rep(0.0, f"matching {fk.child} to {fk.parent} (§9.5)")
+                links[fk.name] = self._match(m, z, rows[fk.child], rng)
+            rep(1.0, f"{len(links[fk.name]):,} {fk.child} rows linked to {n_par:,} parents")
+        out = {}
+        for name in schema.private_tables:
+            t = schema.table(name)
+            cols = rows[name]
+            n = len(next(iter(cols.values()))) if cols else 0
+            codes = np.stack([cols[a] for a in t.attribute_names], axis=1) if t.attribute_names \
+                else np.zeros((n, 0), dtype=np.int64)
+            out[name] = EncodedTable(name, tuple(t.attribute_names),
+                                     tuple(a.size for a in t.attributes), codes.astype(np.int64))
+        return out, links
+
+    def _public_latent(self, name: str, enc: EncodedTable, model, attrs, rng) -> dict[str, np.ndarray]:  # noqa: ANN001
+        """Real rows of a public parent with latent columns drawn from the exact posterior
+        ``p(Z | public attributes)`` of its augmented model (§9.4)."""
+        mrf = model.model
+        latent = [a for a in attrs if a.startswith("__Z")]
+        cols = {a: enc.column(a) for a in enc.attributes}
+        dom = dict(zip(mrf.domain.attributes, mrf.domain.shape))
+        shape = tuple(dom[a] for a in latent)
+        n_states = int(np.prod(shape))
+        grid = np.unravel_index(np.arange(n_states), shape)
+        n = enc.n_rows
+        out = dict(cols)
+        chunk = max(1, 20_000_000 // max(n_states, 1))
+        draws = np.empty(n, dtype=np.int64)
+        pots = [(c, v) for c, v in pgm.clique_potentials(mrf) if any(a in latent for a in c)]
+        for s in range(0, n, chunk):
+            rows = slice(s, min(n, s + chunk))
+            score = np.zeros((rows.stop - rows.start, n_states))
+            for clique, vals in pots:
+                idx = []
+                for a in clique:
+                    if a in latent:
+                        idx.append(grid[latent.index(a)][None, :])
+                    else:
+                        idx.append(cols[a][rows][:, None])
+                score += vals[tuple(idx)]
+            score -= score.max(axis=1, keepdims=True)
+            p = np.exp(score)
+            draws[rows] = pgm.sample_categorical(p, np.arange(p.shape[0]), rng)
+        states = np.unravel_index(draws, shape)
+        for i, a in enumerate(latent):
+            out[a] = states[i].astype(np.int64)
+        return out
+
+    def _groups(self, m: FKModel, z: np.ndarray, scale: float, rng: np.random.Generator
+                ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """§8: ``s ~ p_size(·|z)`` per parent, then ``s`` tuples from ``p_θ(·|z)``; plus the
+        null children drawn from ``p_θ`` marginalised over ``z``."""
+        s = pgm.sample_categorical(m.state.p_size.T, z, rng) + m.spec.s_min
+        target = int(round(max(m.n_noisy - m.null_noisy, 0.0) * scale))
+        s = _reconcile(s, target, z, m.state.p_size, m.spec.s_min, m.spec.tau, rng)
+        parent = np.repeat(np.arange(len(z)), s)
+        zz = z[parent]
+        n_null = int(round(m.null_noisy * scale))
+        if n_null:
+            zn = pgm.sample_categorical(pgm.model_marginal(m.state.model, (m.spec.z1, m.spec.z2))
+                                        .reshape(1, -1), np.zeros(n_null, dtype=np.int64), rng)
+            zz = np.concatenate([zz, zn])
+            parent = np.concatenate([parent, np.full(n_null, -1)])
+        cols = self._draw(m, zz, rng)
+        return cols, parent.astype(np.int64)
+
+    def _draw(self, m: FKModel, z: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        if len(z) == 0:
+            return {a: np.zeros(0, dtype=np.int64) for a in m.child_attrs}
+        return pgm.conditional_sample(m.state.model, {m.spec.z1: z // m.spec.k,
+                                                      m.spec.z2: z % m.spec.k}, rng,
+                                      attrs=m.child_attrs)
+
+    def _match(self, m: FKModel, z: np.ndarray, existing: dict[str, np.ndarray],
+               rng: np.random.Generator) -> np.ndarray:
+        """§9.5 generate-then-match: reconcile sizes with the child count, draw templates from
+        ``p_θ(·|z)``, give every existing tuple the parent of a template that agrees with it on the
+        longest attribute prefix."""
+        n = len(next(iter(existing.values())))
+        n_null = min(int(round(m.null_noisy)), n)
+        null_rows = rng.choice(n, size=n_null, replace=False) if n_null else np.zeros(0, np.int64)
+        target = n - n_null
+        s = pgm.sample_categorical(m.state.p_size.T, z, rng) + m.spec.s_min
+        s = _reconcile(s, target, z, m.state.p_size, m.spec.s_min, m.spec.tau, rng)
+        parent = np.repeat(np.arange(len(z)), s)
+        templates = self._draw(m, z[parent], rng)
+        keep = np.setdiff1d(np.arange(n), null_rows)
+        if len(parent) < len(keep):  # more tuples than capacity: the surplus stays unmatched
+            warnings.warn(f"PrivLava {m.fk}: {len(keep) - len(parent):,} tuples exceed τ × parents; "
+                          "they get a null FK", stacklevel=2)
+        attrs = [a for a in m.child_attrs if a in existing]
+        ex = np.stack([existing[a][keep] for a in attrs], axis=1) if attrs else np.zeros((len(keep), 0))
+        tp = np.stack([templates[a] for a in attrs], axis=1) if attrs else np.zeros((len(parent), 0))
+        assign = _prefix_match(ex, tp, rng)
+        out = np.full(n, -1, dtype=np.int64)
+        ok = assign >= 0
+        out[keep[ok]] = parent[assign[ok]]
+        return out
+
+
+def _latent_pairs(attrs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """The latent pairs ``(Z₁ᵉ, Z₂ᵉ)`` among ``attrs``: the composite state of a group type is
+    one clique of every model that carries it (the parent's single-relation model, a child's
+    line-1 model), so its joint distribution is kept."""
+    return tuple((a, a.replace("__Z1[", "__Z2[", 1)) for a in attrs
+                 if a.startswith("__Z1[") and a.replace("__Z1[", "__Z2[", 1) in attrs)
+
+
+def _reconcile(s: np.ndarray, target: int, z: np.ndarray, p_size: np.ndarray, s_min: int, tau: int,
+               rng: np.random.Generator) -> np.ndarray:
+    """Adjust group sizes to sum to ``target`` (§9.5 step 1): repeatedly move single parents one
+    step up or down, chosen with probability ∝ ``p_size(s ± 1 | z)``."""
+    s = s.copy()
+    for _ in range(1000):
+        diff = target - int(s.sum())
+        if diff == 0:
+            break
+        step = 1 if diff > 0 else -1
+        nxt = s + step
+        ok = (nxt >= s_min) & (nxt <= tau)
+        if not ok.any():
+            break
+        w = np.where(ok, p_size[np.clip(nxt - s_min, 0, p_size.shape[0] - 1), z], 0.0) + ok * 1e-12
+        take = min(abs(diff), int(ok.sum()))
+        idx = rng.choice(len(s), size=take, replace=False, p=w / w.sum())
+        s[idx] += step
+    return s
+
+
+def _prefix_match(ex: np.ndarray, tp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Template index of every existing tuple (−1 when templates run out): tuples and templates
+    that agree on the longest attribute prefix are paired first, at random within a key."""
+    n, d = ex.shape
+    assign = np.full(n, -1, dtype=np.int64)
+    free_t = np.ones(len(tp), dtype=bool)
+    for level in range(d, -1, -1):
+        ei = np.flatnonzero(assign < 0)
+        ti = np.flatnonzero(free_t)
+        if len(ei) == 0 or len(ti) == 0:
+            break
+        if level:
+            both = np.concatenate([ex[ei, :level], tp[ti, :level]])
+            _, key = np.unique(both, axis=0, return_inverse=True)
+            key = key.ravel()
+        else:
+            key = np.zeros(len(ei) + len(ti), dtype=np.int64)
+        ke, kt = key[: len(ei)], key[len(ei):]
+        re = _rank_within(ke, rng)
+        rt = _rank_within(kt, rng)
+        width = max(int(max(re.max(initial=0), rt.max(initial=0))) + 1, 1)
+        code_t = kt * width + rt
+        code_e = ke * width + re
+        order_t = np.argsort(code_t)
+        pos = np.searchsorted(code_t[order_t], code_e)
+        pos = np.minimum(pos, len(order_t) - 1)
+        hit = code_t[order_t][pos] == code_e
+        assign[ei[hit]] = ti[order_t[pos[hit]]]
+        free_t[ti[order_t[pos[hit]]]] = False
+    return assign
+
+
+def _rank_within(key: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Random rank of each element among the elements with the same key."""
+    perm = rng.permutation(len(key))
+    order = perm[np.argsort(key[perm], kind="stable")]
+    ks = key[order]
+    start = np.r_[0, np.flatnonzero(np.diff(ks)) + 1]
+    counts = np.diff(np.r_[start, len(ks)])
+    ranks = np.arange(len(ks)) - np.repeat(start, counts)
+    out = np.empty(len(key), dtype=np.int64)
+    out[order] = ranks
+    return out

@@ -1,0 +1,347 @@
+"""PrivLava (docs/methods/privlava.md): structure, accounting and statistics on small data.
+
+Fits are few and small (module-scoped fixtures): a 3-level store → order → item database with
+public parents and a two-FK child, and the census stand-in.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from relviz import Plan, RelationalSynthesizer
+from relviz.database import Database
+from relviz.datasets import load
+from relviz.errors import PlanError
+from relviz.privacy.sensitivity import multipliers
+from relviz.relational.privlava import pgm
+from relviz.relational.privlava.accounting import (calibrate, fk_order, latent_k, n_inc,
+                                                    sensitivities)
+from relviz.relational.privlava.em import EMState, Groups, LatentSpec, e_step
+from relviz.relational.privlava.method import _prefix_match
+from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
+
+pytestmark = pytest.mark.usefixtures("single_torch_thread")
+
+SMALL = dict(T=2, T_C=1, n_C=40, k_max=3, iters=100)
+
+
+def _shop(seed: int = 0, n_orders: int = 600) -> Database:
+    """stores (public) ← orders (entity) ← items → products (public); items depend on the order's
+    kind and on the product's category (planted structure)."""
+    rng = np.random.default_rng(seed)
+    stores = pd.DataFrame({"store_id": np.arange(8), "region": rng.integers(0, 3, 8)})
+    products = pd.DataFrame({"product_id": np.arange(30), "category": np.arange(30) % 4})
+    kind = rng.integers(0, 3, n_orders)
+    orders = pd.DataFrame({"order_id": np.arange(n_orders), "store_id": rng.integers(0, 8, n_orders),
+                           "kind": kind, "priority": (kind + rng.integers(0, 2, n_orders)) % 3})
+    size = 1 + kind + rng.integers(0, 2, n_orders)
+    oid = np.repeat(np.arange(n_orders), size)
+    prod = (kind[oid] * 7 + rng.integers(0, 10, len(oid))) % 30
+    items = pd.DataFrame({"item_id": np.arange(len(oid)), "order_id": oid, "product_id": prod,
+                          "qty": np.minimum(kind[oid] + rng.integers(0, 2, len(oid)), 3),
+                          "gift": (rng.random(len(oid)) < 0.2 + 0.3 * (kind[oid] == 2)).astype(int)})
+    cat = lambda name, n: Attribute.categorical(name, list(range(n)))  # noqa: E731
+    schema = Schema(
+        (Table("stores", ("store_id",), (cat("region", 3),), public=True),
+         Table("products", ("product_id",), (cat("category", 4),), public=True),
+         Table("orders", ("order_id",), (cat("kind", 3), cat("priority", 3))),
+         Table("items", ("item_id",), (cat("qty", 4), cat("gift", 2)))),
+        (ForeignKey("orders", ("store_id",), "stores", ("store_id",)),
+         ForeignKey("items", ("order_id",), "orders", ("order_id",)),
+         ForeignKey("items", ("product_id",), "products", ("product_id",))),
+        PrivacyUnit(entity="orders", caps={"items.order_id->orders": 4,
+                                           "orders.store_id->stores": 200,
+                                           "items.product_id->products": 300}),
+        name="shop")
+    return Database(schema, {"stores": stores, "products": products, "orders": orders, "items": items})
+
+
+@pytest.fixture(scope="module")
+def shop_fit():
+    db = _shop()
+    plan = Plan.default(db.schema, 40.0, 1e-6, method="privlava")
+    for e in plan.edges:
+        plan = plan.with_params(e.name, **SMALL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = RelationalSynthesizer(plan, random_state=3)
+        syn.fit(db)
+        out = syn.sample()
+    return db, plan, syn, out
+
+
+# -- structure (spec §13.1) ------------------------------------------------------------------------
+def test_plan_components_follow_the_method():
+    db = _shop()
+    plan = Plan.default(db.schema, 1.0, 1e-6, method="privlava")
+    kinds = {(c.name, c.kind) for c in plan.components}
+    # one Algorithm 2 run per private FK, one single-relation model per table without private FK
+    assert kinds == {("items.order_id->orders", "edge"), ("items.product_id->products", "edge"),
+                     ("orders.store_id->stores", "edge"), ("stores", "table"), ("products", "table")}
+    assert plan.problems(db.schema) == []
+    bad = plan.with_method("items.order_id->orders", "degree")
+    assert any(p.kind == "mixed_methods" for p in bad.problems(db.schema))
+
+
+def test_order_puts_children_first_and_private_parents_last():
+    db = _shop()
+    order = [fk.name for fk in fk_order(db.schema)]
+    assert order == ["items.product_id->products", "items.order_id->orders", "orders.store_id->stores"]
+    pos = {n: i for i, n in enumerate(order)}
+    for a, b in itertools.permutations(fk_order(db.schema), 2):
+        if a.parent == b.child:  # FK(R, R') < FK(R', R'')
+            assert pos[a.name] < pos[b.name]
+
+
+def test_row_unit_is_refused_in_words():
+    db = _shop()
+    unit = PrivacyUnit(entity=None, caps=db.schema.privacy_unit.caps, neighbour="row")
+    schema = db.schema.with_unit(unit) if hasattr(db.schema, "with_unit") else None
+    if schema is None:
+        from dataclasses import replace
+        schema = replace(db.schema, privacy_unit=unit)
+    plan = Plan.default(schema, 1.0, 1e-6, method="privlava")
+    probs = plan.problems(schema)
+    assert any(p.kind == "unsupported_unit" and "row unit" in p.message for p in probs)
+
+
+def test_missing_cap_is_a_plan_problem():
+    db = _shop()
+    from dataclasses import replace
+    unit = replace(db.schema.privacy_unit, caps={"items.order_id->orders": 4})
+    schema = replace(db.schema, privacy_unit=unit)
+    plan = Plan.default(schema, 1.0, 1e-6, method="privlava")
+    with pytest.raises(PlanError):
+        plan.validate(schema)
+
+
+def test_synthetic_database_is_valid_and_public_tables_identical(shop_fit):
+    db, _, _, out = shop_fit
+    assert out.problems() == []  # referential integrity, keys, domains
+    for t in ("stores", "products"):
+        pd.testing.assert_frame_equal(out[t], db[t])
+    for t in db.schema.table_names:
+        assert list(out[t].columns) == list(db[t].columns)  # no latent column leaks out
+    sizes = out["items"].groupby("order_id").size()
+    assert sizes.max() <= 4 and sizes.min() >= 1  # group sizes in 𝒮 = {1..τ}
+    assert len(out["orders"]) > 0 and len(out["items"]) > 0
+
+
+def test_ledger_is_exact_and_labelled_by_algorithm(shop_fit):
+    _, plan, syn, _ = shop_fit
+    spent = syn.accountant_.spent()
+    assert spent <= Fraction(plan.rho_total)
+    labels = [e.label for e in syn.ledger_]
+    for line in ("Alg. 1 M1", "Alg. 1 M2", "Alg. 1 M3", "Alg. 2 line 1", "Alg. 2 err~"):
+        assert any(line in lb for lb in labels), line
+    for c in plan.components:  # no component overspends
+        assert syn.accountant_.spent(c.name) <= plan.rho_of(c.name)
+
+
+def test_same_seed_same_database(shop_fit):
+    db, plan, syn, out = shop_fit
+    again = syn.sample()
+    for t in db.schema.table_names:
+        pd.testing.assert_frame_equal(again[t], out[t])
+
+
+def test_prefix_match_is_one_to_one_and_prefers_agreement():
+    rng = np.random.default_rng(0)
+    ex = rng.integers(0, 3, size=(500, 3))
+    tp = ex[rng.permutation(500)]  # the same multiset: everything can match exactly
+    a = _prefix_match(ex, tp, rng)
+    assert (a >= 0).all() and len(np.unique(a)) == 500
+    assert (tp[a] == ex).all()
+    b = _prefix_match(ex, tp[:300], rng)  # fewer templates: 300 matched, once each
+    assert (b >= 0).sum() == 300 and len(np.unique(b[b >= 0])) == 300
+
+
+# -- accounting (spec §13.2) ------------------------------------------------------------------------
+def test_appendix_d_calibration():
+    """Census, ε = 3.2, δ = 1/1,690,642, half the budget for FK(P, H): consumption B = 0.225858,
+    d = 23, τ = 7, n_inc = 6, m₀ = 47 (the spec's worked example)."""
+    rho = Fraction(0.225858 / 2)
+    cal = calibrate(rho, d=23, delta_cnt=1.0, delta_latent=7.0, delta_err=7.0)
+    assert cal.m0 == 47 and cal.L_tot == 394 and n_inc(23) == 6
+    assert cal.sigma_latent == pytest.approx(377.4, rel=1e-3)
+    assert cal.sigma_size == pytest.approx(17.18, rel=1e-3)
+    assert cal.sigma_z == pytest.approx(34.36, rel=1e-3)
+    assert cal.sigma_err == pytest.approx(1863, rel=1e-3)
+    # every planned release spends the run's ρ exactly
+    planned = cal.rho_obs + cal.n_it * (cal.rho_z + cal.rho_size) + cal.L_tot * cal.rho_latent \
+        + 400 * 2 * cal.rho_err
+    assert planned == rho
+    # the latent domain of the example: threshold 20·√(2/π)·377.4 ≈ 6023 → k = 14
+    assert latent_k(1_690_642, cal.sigma_latent, 20)[0] == 14
+
+
+def test_latent_k_is_the_brute_force_maximum_and_monotone():
+    for n, sigma, amax in [(10_000, 5.0, 10), (50_000, 40.0, 86), (2_000, 300.0, 5)]:
+        k, ok = latent_k(n, sigma, amax)
+        thr = 20 * math.sqrt(2 / math.pi) * sigma
+        good = [kk for kk in range(2, 26) if n / kk**2 >= thr and n / (kk * amax) >= thr]
+        assert k == (max(good) if good else 2) and ok == bool(good)
+    ks = [latent_k(50_000, s, 20)[0] for s in (200.0, 50.0, 10.0, 1.0)]  # smaller σ ~ larger ε
+    assert ks == sorted(ks)
+
+
+def test_multipliers_tpch_and_census():
+    tpch = load("tpch", sf=0.01, seed=0).schema
+    tpch = tpch.with_cap("orders.o_custkey->customer", 20).with_cap(
+        "lineitem.l_partkey+l_suppkey->partsupp", 30)
+    s = sensitivities(tpch, multipliers(tpch))
+    r2 = math.sqrt(2)
+    assert s.cnt["lineitem.l_orderkey->orders"] == pytest.approx(1.0)
+    assert s.latent["lineitem.l_orderkey->orders"] == pytest.approx(7.0)
+    assert s.cnt["lineitem.l_partkey+l_suppkey->partsupp"] == pytest.approx(r2 * 7)
+    assert s.latent["lineitem.l_partkey+l_suppkey->partsupp"] == pytest.approx(r2 * 30 * 7)
+    assert s.cnt["orders.o_custkey->customer"] == pytest.approx(r2)
+    assert s.latent["orders.o_custkey->customer"] == pytest.approx(r2 * 20)
+    assert s.hist["customer"] == pytest.approx(r2) and s.hist["partsupp"] == pytest.approx(r2 * 7)
+    census = load("census", n_households=200, seed=0).schema
+    c = sensitivities(census, multipliers(census))
+    tau = census.privacy_unit.caps["persons.household_id->households"]
+    assert c.cnt["persons.household_id->households"] == 1.0
+    assert c.latent["persons.household_id->households"] == tau
+    assert c.hist["persons"] == tau and c.hist["households"] == 1.0
+
+
+def _groups_of(db: Database, seed_key: int = 0) -> tuple[Groups, np.ndarray]:
+    fk = db.schema.foreign_key("items.order_id->orders")
+    idx = db.parent_index(fk)
+    order = np.argsort(idx, kind="stable")
+    parents, group, size = np.unique(idx[order], return_inverse=True, return_counts=True)
+    from relviz.privacy.measure import keyed_row_hash
+
+    keys = keyed_row_hash(db["orders"], ["order_id"], 99)[parents]
+    codes = db["items"][["qty"]].to_numpy()[order]
+    return Groups(codes.astype(np.int64), ("qty",), {"qty": 4}, group.ravel(), size, parents, keys), \
+        db["orders"]["order_id"].to_numpy()[parents]
+
+
+def test_e_step_statistics_respect_their_sensitivity_on_every_neighbour():
+    """Remove one order and its items (the entity unit); with the same per-group draws and θ,
+    ‖Δ cnt(z)‖₂ ≤ Δ_cnt = 1 and ‖Δ latent marginal‖₂ ≤ τ (spec §13.2 test 11)."""
+    db = _shop(n_orders=60)
+    spec = LatentSpec("Z1", "Z2", 2, 1, 4)
+    rng = np.random.default_rng(5)
+    pots = [(("qty", "Z1"), rng.normal(size=(4, 2))), (("Z1", "Z2"), rng.normal(size=(2, 2)))]
+    lat = [(("qty",), ("Z1",)), ((), ("Z1", "Z2"))]
+    state_kw = dict(p_z=np.full(4, 0.25), p_size=np.full((4, 4), 0.25))
+    for first in (True, False):
+        g, ids = _groups_of(db)
+        base = e_step(g, EMState(**state_kw, first=first), spec, pots, np.log(np.full(4, 0.25)), lat,
+                      hard=False, salt=1)
+        for victim in ids[:20]:
+            orders = db["orders"][db["orders"]["order_id"] != victim]
+            items = db["items"][db["items"]["order_id"] != victim]
+            nb = Database(db.schema, {**{t: db[t] for t in db.schema.table_names},
+                                      "orders": orders, "items": items})
+            g2, _ = _groups_of(nb)
+            other = e_step(g2, EMState(**state_kw, first=first), spec, pots,
+                           np.log(np.full(4, 0.25)), lat, hard=False, salt=1)
+            assert np.linalg.norm(base[0] - other[0]) <= 1.0 + 1e-9
+            assert np.linalg.norm(base[1] - other[1]) <= 1.0 + 1e-9
+            for a, b in zip(base[2], other[2]):
+                assert np.linalg.norm(a - b) <= 4.0 + 1e-9
+
+
+def test_e_step_matches_brute_force_posterior():
+    """q_G of Eq. 3–4, including the −|G|·log p_θ(z) term, by enumeration on a tiny domain."""
+    rng = np.random.default_rng(2)
+    k, K = 2, 4
+    dom = {"a": 3, "b": 2}
+    th_az1 = rng.normal(size=(3, 2))
+    th_bz = rng.normal(size=(2, 2, 2))
+    th_ab = rng.normal(size=(3, 2))
+    pots = [(("a", "Z1"), th_az1), (("b", "Z1", "Z2"), th_bz), (("a", "b"), th_ab)]
+    # brute-force p_θ(t, z)
+    logp = np.zeros((3, 2, 2, 2))
+    for a, b, z1, z2 in itertools.product(range(3), range(2), range(2), range(2)):
+        logp[a, b, z1, z2] = th_az1[a, z1] + th_bz[b, z1, z2] + th_ab[a, b]
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    p_theta_z = p.sum(axis=(0, 1)).ravel()
+    p_z = rng.dirichlet(np.ones(K))
+    spec = LatentSpec("Z1", "Z2", k, 1, 3)
+    p_size = rng.dirichlet(np.ones(3), size=K).T
+    codes = np.array([[0, 1], [2, 0], [1, 1], [0, 0], [2, 1], [1, 0]])
+    group = np.array([0, 0, 1, 2, 2, 2])
+    size = np.array([2, 1, 3])
+    g = Groups(codes, ("a", "b"), dom, group, size, np.arange(3), np.arange(3, dtype=np.uint64))
+    state = EMState(p_z, p_size, first=False)
+    # posteriors via the hard statistics of one-group slices
+    for G in range(3):
+        rows = group == G
+        ll = np.log(p_z) + np.log(p_size[size[G] - 1])
+        for t in codes[rows]:
+            ll = ll + np.log(p[t[0], t[1]].ravel() / p_theta_z)
+        q_true = np.exp(ll - ll.max())
+        q_true /= q_true.sum()
+        sub = Groups(codes[rows], ("a", "b"), dom, np.zeros(rows.sum(), dtype=np.int64),
+                     size[G:G + 1], np.array([G]), np.array([G], dtype=np.uint64))
+        cnt_z, *_ = e_step(sub, state, spec, pots, np.log(p_theta_z), [], hard=False, salt=0)
+        np.testing.assert_allclose(cnt_z, q_true, atol=1e-5)  # float32 scoring path
+    assert g.n_groups == 3
+
+
+def test_conditional_sampler_matches_the_model():
+    """Forward sampling with evidence on the junction tree: P(a | Z1=z) from draws within 4·SE of
+    the model's conditional (SE of a proportion with n = 20,000 ≤ 0.0036)."""
+    rng = np.random.default_rng(0)
+    dom = {"a": 3, "b": 4, "Z1": 2, "Z2": 2}
+    meas = [(("a", "Z1"), rng.uniform(50, 200, 6), 1.0), (("b", "Z2"), rng.uniform(50, 200, 8), 1.0),
+            (("Z1", "Z2"), rng.uniform(100, 300, 4), 1.0), (("a", "b"), rng.uniform(20, 90, 12), 1.0)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = pgm.fit_model(dom, meas, 1000.0, iters=200)
+    n = 20_000
+    draws = pgm.conditional_sample(model, {"Z1": np.ones(n, dtype=np.int64),
+                                           "Z2": np.zeros(n, dtype=np.int64)}, rng)
+    joint = pgm.model_marginal(model, ("a", "Z1", "Z2"))
+    want = joint[:, 1, 0] / joint[:, 1, 0].sum()
+    got = np.bincount(draws["a"], minlength=3) / n
+    assert np.abs(got - want).max() < 4 * 0.0036
+
+
+# -- statistics (spec §13.3) -------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def census_noise_free():
+    db = load("census", n_households=1500, seed=0)
+    plan = Plan.default(db.schema, 1e6, 1e-6, method="privlava")
+    plan = plan.with_params(plan.edges[0].name, T=3, T_C=1, n_C=60, k_max=4, iters=150)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = RelationalSynthesizer(plan, random_state=0).fit(db)
+        out = syn.sample()
+    return db, syn, out
+
+
+def test_noise_free_group_sizes_match(census_noise_free):
+    """Noise off: the synthetic household-size histogram is within TV 0.06 of the real one
+    (sampling error alone: ~10 bins, N = 1,500, E[TV] ≈ ½·Σ√(p(1−p)/N)·√(2/π) ≈ 0.03)."""
+    db, _, out = census_noise_free
+    fk = db.schema.foreign_keys[0]
+    real = np.bincount(np.bincount(db.parent_index(fk)), minlength=12)[:12] / len(db["households"])
+    syn = np.bincount(np.bincount(out.parent_index(fk)), minlength=12)[:12] / len(out["households"])
+    assert 0.5 * np.abs(real - syn).sum() < 0.06
+
+
+def test_noise_free_model_uses_latent_types_and_selection(census_noise_free):
+    _, syn, _ = census_noise_free
+    m = next(iter(syn.database_.models.values()))
+    d = len(m.child_attrs)
+    assert m.spec.k == 4  # k_max reached: noise off makes every latent marginal λ-useful
+    # m₀ = 2d + 1 initial latent marginals, then n_inc per selection round
+    assert len(m.latent_marginals) == 2 * d + 1 + n_inc(d)
+    thr = 20 * math.sqrt(2 / math.pi) * m.calibration.sigma_latent
+    for sa, sz in m.latent_marginals[2 * d + 1:]:  # inserted ones are λ-useful (Eq. 5)
+        cells = int(np.prod([syn.schema_.table("persons").attribute(a).size for a in sa])) * 4 ** len(sz)
+        assert m.n_noisy / cells >= thr
