@@ -23,7 +23,13 @@ for every cell of
   ``Plan.with_relation``. An FK the method cannot model falls back to ``degree``
   (``Plan.default``'s fallback, e.g. bi-adjacency on ``flights.carrier → airlines``, whose parent
   has no attribute); the substitutions are listed in ``runs.csv``, and a method whose every FK
-  falls back is skipped as a duplicate of ``degree``;
+  falls back is skipped as a duplicate of ``degree``; every registered **database method**
+  (``relviz.relational.available_databases()``: ``privlava``, ``denorm``, each with its own
+  ``Plan.default`` components) and the ``baseline-80-20`` preset (``Plan.preset``: the degree
+  baseline with 20 % of ρ on the FKs, the papers' per-relation baseline). PrivLava needs a cap τ
+  on every private FK: where the dataset declares none (FKs to public parents), a DP 0.99-quantile
+  cap (candidates 1…64, 1 % of the run's ρ, charged to its ledger) is released first and listed
+  in ``runs.csv``;
 * **database** — ``nycflights13`` as shipped (planes public); ``nycflights13-tuple``,
   ``-plane``, ``-row`` and ``-row30``: planes private
   (``relviz.datasets.nycflights13.planes_private``) under the tuple unit, the plane (entity) unit
@@ -246,14 +252,22 @@ def _link_tables(schema) -> list[str]:  # noqa: ANN001
 def _plan(db, mechanism: str, method: str, epsilon: float, delta: float, quick: bool):  # noqa: ANN001, ANN202
     """``(plan, None, fallbacks)`` for a cell, or ``(None, reason, [])`` when it is skipped."""
     from relviz import RelvizError
-    from relviz.plan import Plan
-    from relviz.relational import available
+    from relviz.plan import PRESETS, Plan
+    from relviz.relational import available, is_database_method
 
     schema = db.schema
     relation = method[: -len(MN_SUFFIX)] if method.endswith(MN_SUFFIX) else None
     base = (relation if relation in available() else "degree") if relation else method
     try:
-        plan = Plan.default(schema, epsilon, delta, mechanism=mechanism, method=base)
+        if method in PRESETS:
+            plan = Plan.preset(schema, method, epsilon, delta, mechanism=mechanism)
+            base = plan.database_method or "degree"
+        else:
+            plan = Plan.default(schema, epsilon, delta, mechanism=mechanism, method=base)
+        if is_database_method(base):
+            problems = plan.problems(schema)
+            return (plan, None, []) if not problems else \
+                (None, "; ".join(str(p) for p in problems), [])
         if relation:
             links = _link_tables(schema)
             if not links:
@@ -273,6 +287,35 @@ def _plan(db, mechanism: str, method: str, epsilon: float, delta: float, quick: 
             if c.kind != "table" and c.method == "biadjacency":
                 plan = plan.with_params(c.name, **QUICK_BIADJACENCY)
     return plan, None, fallbacks
+
+
+CAP_SHARE = 0.01
+"""Share of the run's ρ spent on DP caps (0.99-quantile, candidates 1…64) for a method that needs
+a cap on every private FK (PrivLava) where the dataset declares none (FKs to public parents)."""
+
+
+def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
+    """``(database, note)``: PrivLava needs τ on every private FK; uncapped ones get a DP
+    0.99-quantile cap charged to the run's ledger (the papers' non-private 99 % quantile, made
+    private: ``relviz.privacy.caps.with_dp_caps``)."""
+    import numpy as np
+
+    from relviz.plan import Plan
+    from relviz.privacy.accountant import rho_from_epsilon_delta
+    from relviz.privacy.caps import with_dp_caps
+
+    if spec["method"] != "privlava":
+        return db, ""
+    unit = db.schema.privacy_unit
+    missing = [fk.name for fk in db.schema.private_foreign_keys
+               if unit is None or fk.name not in unit.caps]
+    if not missing:
+        return db, ""
+    rho = CAP_SHARE * rho_from_epsilon_delta(spec["epsilon"], DELTA)
+    out, rel = with_dp_caps(db, rho=rho, quantile=0.99, candidates=(1, 64),
+                            rng=np.random.default_rng([spec["seed"], 99]))
+    del Plan
+    return out, "DP caps " + ", ".join(f"{r.fk} τ={r.tau}" for r in rel)
 
 
 def _reason(e: BaseException) -> str:
@@ -360,8 +403,11 @@ def run_one(spec: dict, opts: dict) -> dict:
     key = {k: spec[k] for k in KEY_COLUMNS}
     try:
         db = _database(spec["dataset"], opts["quick"], opts["tpch_sf"], opts["households"])
+        db, caps_note = _caps_for(db, spec)
         plan, reason, fallbacks = _plan(db, spec["mechanism"], spec["method"], spec["epsilon"],
                                         opts["delta"], opts["quick"])
+        if caps_note:
+            fallbacks = [caps_note, *fallbacks]
         if plan is None:
             return {"run": {**key, "status": "skipped", "reason": reason, "fallbacks": "",
                             "seconds": 0.0}, "measures": []}
@@ -418,10 +464,12 @@ def _names(value: str | None, default: Iterable[str], known: Iterable[str], what
 
 
 def _grid(args: argparse.Namespace) -> tuple[list[dict], dict]:
-    from relviz.relational import available, available_relations
+    from relviz.plan import PRESETS
+    from relviz.relational import available, available_databases, available_relations
     from relviz.single import available as mechanisms
 
-    methods_known = [*available(), *(m + MN_SUFFIX for m in available_relations())]
+    methods_known = [*available(), *(m + MN_SUFFIX for m in available_relations()),
+                     *available_databases(), *(p for p in PRESETS if p not in ("default", "denorm"))]
     datasets = _names(args.datasets, DATASETS if args.quick else PAPER_DATASETS if args.paper
                       else DEFAULT_DATASETS, DATASETS, "datasets")
     mechs = _names(args.mechanisms, mechanisms() if args.quick else DEFAULT_MECHANISMS,

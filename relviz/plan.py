@@ -48,6 +48,10 @@ RELATION_SUFFIX = " (m:n)"
 PRESETS: dict[str, str] = {
     "default": "Plan.default: tables share 2/3 equally, private FKs 1/3 equally, degree "
                "baseline on every FK (bi-adjacency or another method with --method).",
+    "privlava-degree": "PrivLava on the FKs to private parents (children generated as groups of "
+                       "their parent), the degree baseline on the FKs to public parents (relviz's "
+                       "mixed mode: large public groups need no latent model or cap); "
+                       "docs/methods/privlava.md §5.",
     "baseline-80-20": "The papers' per-relation baseline (PrivLava, Cai, Xiao & Cormode, SIGMOD "
                       "2023, §7.1): 80 % of the budget synthesises each private table "
                       "independently (split equally among them), 20 % releases one noisy "
@@ -279,6 +283,12 @@ class Plan:
                                conversion=conversion)
         if name == "default":
             return cls.default(schema, epsilon, delta, mechanism=mechanism, conversion=conversion)
+        if name == "privlava-degree":
+            from relviz.relational import get_database
+
+            comps = [Component(n, k, m, sh) for n, k, m, sh in get_database("privlava")
+                     .default_components(schema, mechanism=mechanism, public="degree")]
+            return cls(float(epsilon), float(delta), tuple(comps), conversion)
         raise PlanError([Problem("unknown_preset", f"unknown preset {name!r}; available: "
                                  + ", ".join(PRESETS))])
 
@@ -641,9 +651,16 @@ class Plan:
             if c.share <= 0:
                 out.append(Problem("bad_share", "a component must get a positive share", c.name))
             if c.kind == "edge" and c.method != name:
-                out.append(Problem("mixed_methods", f"{name} models every private FK of the "
-                                   f"database; this FK names {c.method!r} (use {name} on every FK, "
-                                   "or a linker on every FK)", column=c.name))
+                fk = next((f for f in schema.foreign_keys if f.name == c.name), None)
+                linker_ok = fk is not None and schema.table(fk.parent).public and \
+                    getattr(get_database_class(name), "links_public_fks", False)
+                if not linker_ok:
+                    out.append(Problem("mixed_methods", f"{name} models every FK to a private "
+                                       f"parent; this FK names {c.method!r} (use {name} here; a "
+                                       "linker is possible only on an FK to a public parent)",
+                                       column=c.name))
+                else:
+                    out += _method_problems(c, _linker_class, "unknown_method", schema, fk)
             elif c.kind == "relation":
                 out.append(Problem("mixed_methods", f"{name} does not model many-to-many "
                                    "relations; model the link table's FKs with it instead", c.table))
@@ -729,8 +746,13 @@ def _noise_scales(c: Component, rho: Fraction, schema: Schema, mult: Any,
     owner = next((o.method for o in plan_components if o.kind == "edge"
                   and is_database_method(o.method)), None)
     if owner is not None:
+        import inspect
+
         first = next(o for o in plan_components if o.method == owner)
-        return dict(get_database(owner, **first.params).noise_scales(schema, c, rho, multipliers=mult))
+        method = get_database(owner, **first.params)
+        extra = {"components": tuple(plan_components)} if "components" in \
+            inspect.signature(method.noise_scales).parameters else {}
+        return dict(method.noise_scales(schema, c, rho, multipliers=mult, **extra))
     if c.kind == "table":
         mech = get_mechanism(c.method, **c.params)
         return dict(mech.noise_scales(schema.table(c.name), rho,

@@ -345,3 +345,31 @@ def test_noise_free_model_uses_latent_types_and_selection(census_noise_free):
     for sa, sz in m.latent_marginals[2 * d + 1:]:  # inserted ones are λ-useful (Eq. 5)
         cells = int(np.prod([syn.schema_.table("persons").attribute(a).size for a in sa])) * 4 ** len(sz)
         assert m.n_noisy / cells >= thr
+
+
+def test_mixed_mode_links_public_parents_with_a_linker():
+    """``Plan.preset(..., "privlava-degree")``: PrivLava on the FK to the private parent, the
+    degree baseline on the FKs to public parents; no cap needed on the latter."""
+    from dataclasses import replace
+
+    db = _shop(seed=1, n_orders=300)
+    unit = replace(db.schema.privacy_unit, caps={"items.order_id->orders": 4})
+    db = db.with_schema(replace(db.schema, privacy_unit=unit))
+    plan = Plan.preset(db.schema, "privlava-degree", 40.0, 1e-6)
+    methods = {c.name: c.method for c in plan.edges}
+    assert methods == {"items.order_id->orders": "privlava", "items.product_id->products": "degree",
+                       "orders.store_id->stores": "degree"}
+    assert {c.name for c in plan.tables} == {"orders"}  # the private root; no public-parent model
+    assert plan.problems(db.schema) == []
+    for e in plan.edges:
+        if e.method == "privlava":
+            plan = plan.with_params(e.name, **SMALL)
+    previews = {p.name: p.sigmas for p in plan.noise_preview(db.schema)}
+    assert all(previews[c.name] for c in plan.components)  # σ known before any data are read
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = RelationalSynthesizer(plan, random_state=0).fit(db)
+        out = syn.sample()
+    assert out.problems() == []
+    assert syn.accountant_.spent() <= Fraction(plan.rho_total)
+    assert out["items"]["product_id"].isin(db["products"]["product_id"]).all()

@@ -73,16 +73,17 @@ def unit_problems(schema: Schema) -> list[Problem]:
     return []
 
 
-def fk_order(schema: Schema) -> list[ForeignKey]:
+def fk_order(schema: Schema, linked: frozenset[str] | set[str] = frozenset()) -> list[ForeignKey]:
     """Private FKs in PrivLava's ascending order ``<`` (§9.1): every FK of a child before the FKs
     of its parents; within one child, FKs to public parents first and to private parents last,
-    then by name. Synthesis runs in the reverse order."""
+    then by name. Synthesis runs in the reverse order. FKs in ``linked`` (to public parents,
+    linked by a per-FK linker in relviz's mixed mode) are left out."""
     order = list(reversed(schema.topological_order()))  # children first
     out: list[ForeignKey] = []
     for t in order:
         if schema.table(t).public:
             continue
-        fks = sorted(schema.fks_from(t),
+        fks = sorted((f for f in schema.fks_from(t) if f.name not in linked),
                      key=lambda f: (not schema.table(f.parent).public, f.name))
         out.extend(fks)
     return out
@@ -96,8 +97,10 @@ def _cap(schema: Schema, fk: ForeignKey) -> int:
     return int(tau)
 
 
-def sensitivities(schema: Schema, mult: Multipliers) -> Sensitivities:
-    """The §10.4 sensitivities of every PrivLava query on ``schema`` (public).
+def sensitivities(schema: Schema, mult: Multipliers, linked: frozenset[str] | set[str] = frozenset()
+                  ) -> Sensitivities:
+    """The §10.4 sensitivities of every PrivLava query on ``schema`` (public); FKs in ``linked``
+    carry no latent columns (mixed mode).
 
     Raises:
         KeyError: a private FK has no cap τ.
@@ -105,7 +108,7 @@ def sensitivities(schema: Schema, mult: Multipliers) -> Sensitivities:
     """
     if unit_problems(schema):
         raise ValueError("; ".join(p.message for p in unit_problems(schema)))
-    order = fk_order(schema)
+    order = fk_order(schema, linked)
     private = set(schema.private_tables)
     tables = {fk.parent for fk in order} | {fk.child for fk in order} | private
     cnt, latent, hist, score = {}, {}, {}, {}

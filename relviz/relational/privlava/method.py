@@ -83,11 +83,12 @@ class FKModel:
     calibration: Calibration
 
 
-def _roots(schema: Schema) -> list[str]:
-    """Tables that get a single-relation model (§6.2): referenced by a private FK (or private)
-    and with no private FK of their own."""
-    with_fk = {fk.child for fk in schema.private_foreign_keys}
-    parents = {fk.parent for fk in schema.private_foreign_keys}
+def _roots(schema: Schema, linked: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """Tables that get a single-relation model (§6.2): referenced by a modelled FK (or private)
+    and with no modelled FK of their own (``linked`` FKs are left to a linker)."""
+    modelled = [fk for fk in schema.private_foreign_keys if fk.name not in linked]
+    with_fk = {fk.child for fk in modelled}
+    parents = {fk.parent for fk in modelled}
     out = []
     for t in schema.table_names:
         if t in with_fk:
@@ -116,6 +117,7 @@ class PrivLava:
     name: ClassVar[str] = "privlava"
     label: ClassVar[str] = "PrivLava (latent group model per FK)"
     gaussian_only: ClassVar[bool] = False
+    links_public_fks: ClassVar[bool] = True
     assignment: str = "soft"
     T: int = 6  # noqa: N815
     T_C: int = 2  # noqa: N815
@@ -140,24 +142,46 @@ class PrivLava:
             raise ParameterError("m0", "m0 must be 'relviz' or 'paper'")
 
     # -- plan --------------------------------------------------------------------------------
-    def default_components(self, schema: Schema, *, mechanism: str = "mst"
+    def default_components(self, schema: Schema, *, mechanism: str = "mst", public: str = "privlava"
                            ) -> list[tuple[str, str, str, Fraction]]:
         """One component per private FK (its Algorithm 2 run) and per single-relation model,
-        equal shares (§10.5 default)."""
-        fks = [fk.name for fk in fk_order(schema)]
-        roots = _roots(schema)
-        n = len(fks) + len(roots)
+        equal shares (§10.5 default). ``public="degree"`` (or another linker) links the FKs to
+        public parents with that linker instead (relviz's mixed mode)."""
+        linked = {fk.name for fk in schema.private_foreign_keys
+                  if public != self.name and schema.table(fk.parent).public}
+        fks = [fk.name for fk in fk_order(schema, linked)]
+        roots = _roots(schema, linked)
+        n = len(fks) + len(roots) + len(linked)
         if n == 0:
             return []
         share = Fraction(1, n)
         return [(f, "edge", self.name, share) for f in fks] + \
+            [(f, "edge", public, share) for f in sorted(linked)] + \
             [(t, "table", "mst", share) for t in roots]
+
+    def _linked(self, components: tuple[Any, ...]) -> set[str]:
+        return {c.name for c in components if c.kind == "edge" and c.method != self.name}
 
     def plan_problems(self, schema: Schema, components: tuple[Any, ...]) -> list[Problem]:
         out = list(unit_problems(schema))
         names = {(c.name, c.kind) for c in components}
         unit = schema.privacy_unit
+        linked = self._linked(components)
+        for c in components:
+            if c.name in linked:
+                from relviz.relational import get_class
+
+                try:
+                    if get_class(c.method).needs_synthetic_tables:
+                        out.append(Problem("unsupported_linker", f"{c.method} learns on the "
+                                           "synthetic tables while fitting, which PrivLava's "
+                                           "generated tables do not provide; use degree",
+                                           column=c.name))
+                except KeyError:
+                    pass
         for fk in schema.private_foreign_keys:
+            if fk.name in linked:
+                continue
             if (fk.name, "edge") not in names:
                 out.append(Problem("missing_component", "PrivLava models every private FK: add "
                                    "this FK to the plan", column=fk.name))
@@ -167,7 +191,7 @@ class PrivLava:
             if unit is not None and fk.name not in unit.caps:
                 out.append(Problem("missing_cap", "PrivLava needs a public group-size cap τ on "
                                    "every private FK", column=fk.name))
-        roots = set(_roots(schema))
+        roots = set(_roots(schema, linked))
         for c in components:
             if c.kind != "table":
                 continue
@@ -185,27 +209,33 @@ class PrivLava:
         return out
 
     def noise_scales(self, schema: Schema, component: Any, rho: Fraction | float, *,
-                     multipliers: Multipliers) -> dict[str, float]:
+                     multipliers: Multipliers, components: tuple[Any, ...] = ()) -> dict[str, float]:
         """σ per release of one component (public): for an FK, Algorithm 1's ``σ_z``,
         ``σ_size``, ``σ_ℓ`` and ``err~``'s ``σ_err`` (§10.5); for a table, MST's σ's with the
         augmented table's sensitivities."""
-        sens = sensitivities(schema, multipliers)
         rho = Fraction(rho)
+        if component.kind == "edge" and component.method != self.name:  # a linker (mixed mode)
+            from relviz.relational import get as get_linker
+
+            return dict(get_linker(component.method, **component.params).noise_scales(
+                schema, schema.foreign_key(component.name), rho, multipliers=multipliers))
+        linked = self._linked(components)
+        sens = sensitivities(schema, multipliers, linked)
         if component.kind == "table":
             from relviz.single import get as get_mechanism
 
-            table = self._augmented_table(schema, component.name)
+            table = self._augmented_table(schema, component.name, linked)
             return dict(get_mechanism(component.method, **component.params).noise_scales(
                 table, rho, histogram_sensitivity=sens.hist[component.name],
                 score_sensitivity=sens.score[component.name]))
         fk = schema.foreign_key(component.name)
-        cal = self._calibration(schema, fk, rho, sens)
+        cal = self._calibration(schema, fk, rho, sens, linked)
         return {"Alg. 1 latent marginals σ_ℓ": cal.sigma_latent,
                 "Alg. 1 group sizes σ_size": cal.sigma_size,
                 "Alg. 1 latent states σ_z": cal.sigma_z,
                 "Alg. 2 err~ scores σ_err": cal.sigma_err}
 
-    def _augmented_table(self, schema: Schema, name: str):  # noqa: ANN202
+    def _augmented_table(self, schema: Schema, name: str, linked: set[str]):  # noqa: ANN202
         """The table as its single-relation model sees it (latent columns of size ``k_max``
         for the preview; the fit uses the actual ``k``)."""
         from relviz.schema import Attribute, Table
@@ -213,16 +243,19 @@ class PrivLava:
         t = schema.table(name)
         extra = []
         for fk in schema.fks_into(name):
-            if not schema.table(fk.child).public:
+            if not schema.table(fk.child).public and fk.name not in linked:
                 extra += [Attribute.categorical(Z1(fk.name), tuple(range(self.k_max))),
                           Attribute.categorical(Z2(fk.name), tuple(range(self.k_max)))]
         return Table(t.name, t.primary_key, tuple(t.attributes) + tuple(extra), public=False)
 
-    def _inherited(self, schema: Schema, table: str) -> list[str]:
-        return [z for fk in fk_order(schema) if fk.parent == table for z in (Z1(fk.name), Z2(fk.name))]
+    def _inherited(self, schema: Schema, table: str, linked: frozenset[str] | set[str] = frozenset()
+                   ) -> list[str]:
+        return [z for fk in fk_order(schema, linked) if fk.parent == table
+                for z in (Z1(fk.name), Z2(fk.name))]
 
-    def _calibration(self, schema: Schema, fk: ForeignKey, rho: Fraction, sens) -> Calibration:  # noqa: ANN001
-        d = len(schema.table(fk.child).attributes) + len(self._inherited(schema, fk.child))
+    def _calibration(self, schema: Schema, fk: ForeignKey, rho: Fraction, sens,  # noqa: ANN001
+                     linked: set[str] = frozenset()) -> Calibration:  # type: ignore[assignment]
+        d = len(schema.table(fk.child).attributes) + len(self._inherited(schema, fk.child, linked))
         rho_main = rho * (1 - NULL_SHARE) if fk.nullable else rho
         return calibrate(rho_main, d=max(d, 1), delta_cnt=sens.cnt[fk.name],
                          delta_latent=sens.latent[fk.name], delta_err=sens.score[fk.child],
@@ -232,8 +265,9 @@ class PrivLava:
     def fit(self, curator: Curator, budgets: Mapping[str, Budget], *, schema: Schema,
             components: tuple[Any, ...], multipliers: Multipliers,
             progress: Callable[[str], Reporter], seed: int) -> FittedPrivLava:
-        sens = sensitivities(schema, multipliers)
-        order = fk_order(schema)
+        linked = self._linked(components)
+        sens = sensitivities(schema, multipliers, linked)
+        order = fk_order(schema, linked)
         aug: dict[str, tuple[tuple[str, ...], dict[str, int], np.ndarray]] = {}
 
         def table_codes(name: str) -> tuple[tuple[str, ...], dict[str, int], np.ndarray]:
@@ -248,7 +282,7 @@ class PrivLava:
             rep = progress(fk.name)
             attrs, dom, codes = table_codes(fk.child)
             model = self._algorithm2(curator, fk, attrs, dom, codes, budgets[fk.name], schema,
-                                     sens, multipliers, rep, seed)
+                                     sens, multipliers, rep, seed, linked)
             models[fk.name] = model
             # §6.1: augment the parent with z_G (childless parents draw z ~ p_Z, keyed)
             p_attrs, p_dom, p_codes = table_codes(fk.parent)
@@ -278,8 +312,19 @@ class PrivLava:
                 sizes[c.name] = float(enc.n_rows) if multipliers.row_unit else \
                     float(singles[c.name].total)
             rep(1.0, "fitted")
+        linkers: dict[str, Any] = {}
+        from relviz.relational import get as get_linker
+
+        for c in components:
+            if c.name in linked:
+                fk = schema.foreign_key(c.name)
+                rep = progress(fk.name)
+                rep(0.0, f"{c.method} on {fk.label()} (mixed mode)")
+                linkers[fk.name] = get_linker(c.method, **dict(c.params)).fit(
+                    curator.foreign_key(fk), budgets[c.name], schema=schema,
+                    multipliers=multipliers, progress=rep)
         return FittedPrivLava(schema, order, models, singles, sizes,
-                              {n: (a, d) for n, (a, d, _) in aug.items()}, self)
+                              {n: (a, d) for n, (a, d, _) in aug.items()}, self, linkers)
 
     def _parent_latent(self, curator: Curator, fk: ForeignKey, model: FKModel, n_parent: int,
                        seed: int) -> np.ndarray:
@@ -296,10 +341,11 @@ class PrivLava:
     # -- Algorithm 2 ---------------------------------------------------------------------------
     def _algorithm2(self, curator: Curator, fk: ForeignKey, attrs: tuple[str, ...],
                     dom: dict[str, int], codes: np.ndarray, budget: Budget, schema: Schema,
-                    sens, mult: Multipliers, rep: Reporter, seed: int) -> FKModel:  # noqa: ANN001
+                    sens, mult: Multipliers, rep: Reporter, seed: int,  # noqa: ANN001
+                    linked: set[str] = frozenset()) -> FKModel:  # type: ignore[assignment]
         from relviz.single.mst import MST
 
-        cal = self._calibration(schema, fk, budget.rho, sens)
+        cal = self._calibration(schema, fk, budget.rho, sens, linked)
         tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
         parent_public = schema.table(fk.parent).public
         empty = parent_public if self.allow_empty_groups == "auto" else bool(self.allow_empty_groups)
@@ -447,6 +493,7 @@ class FittedPrivLava:
     sizes: dict[str, float]
     columns: dict[str, tuple[tuple[str, ...], dict[str, int]]]
     method: PrivLava
+    linkers: dict[str, Any] = field(default_factory=dict)
     totals: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -494,6 +541,14 @@ class FittedPrivLava:
                 else np.zeros((n, 0), dtype=np.int64)
             out[name] = EncodedTable(name, tuple(t.attribute_names),
                                      tuple(a.size for a in t.attributes), codes.astype(np.int64))
+        for fk_name, linker in self.linkers.items():  # mixed mode: public parents, per-FK linker
+            fk = schema.foreign_key(fk_name)
+            rep = progress(fk_name)
+            rep(0.0, f"linking {fk.label()}")
+            links[fk_name] = linker.link(out[fk.child], public[fk.parent],
+                                         np.random.default_rng([int(seed) & 0xFFFFFFFF, 0x11,
+                                                                len(fk_name)]), rep)
+            rep(1.0, "linked")
         return out, links
 
     def _public_latent(self, name: str, enc: EncodedTable, model, attrs, rng) -> dict[str, np.ndarray]:  # noqa: ANN001
