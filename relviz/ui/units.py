@@ -255,9 +255,14 @@ def with_unit(schema: Schema, kind: str, entity: str | None = None) -> Schema:
 
 
 def _reason_text(e: BaseException) -> str:
-    from relviz.ui.schema_state import error_reason
-
-    return error_reason(e)
+    """One line: a relviz error's problems, a KeyError's key, else the message (the same rule as
+    ``relviz.ui.schema_state.error_reason``, which imports this module)."""
+    problems = getattr(e, "problems", None)
+    if problems:
+        return "; ".join(p.message for p in problems)
+    if isinstance(e, KeyError) and e.args:
+        return str(e.args[0])
+    return str(e)
 
 
 def _unit_reasons(schema: Schema) -> list[str]:

@@ -56,7 +56,7 @@ from relviz.relational.privlava.accounting import (
     MEAN_ABS, Calibration, calibrate, fk_order, latent_k, n_inc, sensitivities, unit_problems)
 from relviz.relational.privlava.em import (
     EMState, Groups, LatentSpec, NoiseScales, Z1, Z2, e_step, keyed_uniforms, m_step)
-from relviz.relational.registry import register_database
+from relviz.relational.registry import LINKERS, register_database
 from relviz.schema import ForeignKey, Schema
 
 __all__ = ["PrivLava", "FittedPrivLava", "FKModel"]
@@ -169,10 +169,8 @@ class PrivLava:
         linked = self._linked(components)
         for c in components:
             if c.name in linked:
-                from relviz.relational import get_class
-
                 try:
-                    if get_class(c.method).needs_synthetic_tables:
+                    if LINKERS.get_class(c.method).needs_synthetic_tables:
                         out.append(Problem("unsupported_linker", f"{c.method} learns on the "
                                            "synthetic tables while fitting, which PrivLava's "
                                            "generated tables do not provide; use degree",
@@ -215,9 +213,7 @@ class PrivLava:
         augmented table's sensitivities."""
         rho = Fraction(rho)
         if component.kind == "edge" and component.method != self.name:  # a linker (mixed mode)
-            from relviz.relational import get as get_linker
-
-            return dict(get_linker(component.method, **component.params).noise_scales(
+            return dict(LINKERS.get(component.method, **component.params).noise_scales(
                 schema, schema.foreign_key(component.name), rho, multipliers=multipliers))
         linked = self._linked(components)
         sens = sensitivities(schema, multipliers, linked)
@@ -313,14 +309,13 @@ class PrivLava:
                     float(singles[c.name].total)
             rep(1.0, "fitted")
         linkers: dict[str, Any] = {}
-        from relviz.relational import get as get_linker
 
         for c in components:
             if c.name in linked:
                 fk = schema.foreign_key(c.name)
                 rep = progress(fk.name)
                 rep(0.0, f"{c.method} on {fk.label()} (mixed mode)")
-                linkers[fk.name] = get_linker(c.method, **dict(c.params)).fit(
+                linkers[fk.name] = LINKERS.get(c.method, **dict(c.params)).fit(
                     curator.foreign_key(fk), budgets[c.name], schema=schema,
                     multipliers=multipliers, progress=rep)
         return FittedPrivLava(schema, order, models, singles, sizes,
