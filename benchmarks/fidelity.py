@@ -28,7 +28,7 @@ for every cell of
   ``Plan.default`` components) and the ``baseline-80-20`` preset (``Plan.preset``: the degree
   baseline with 20 % of ρ on the FKs, the papers' per-relation baseline). PrivLava needs a cap τ
   on every private FK: where the dataset declares none (FKs to public parents), a DP 0.99-quantile
-  cap (candidates 1…64, 1 % of the run's ρ, charged to its ledger) is released first and listed
+  cap (candidates 1…32, 5 % of the run's ρ, charged to its ledger) is released first and listed
   in ``runs.csv``;
 * **database** — ``nycflights13`` as shipped (planes public); ``nycflights13-tuple``,
   ``-plane``, ``-row`` and ``-row30``: planes private
@@ -289,7 +289,7 @@ def _plan(db, mechanism: str, method: str, epsilon: float, delta: float, quick: 
     return plan, None, fallbacks
 
 
-CAP_SHARE = 0.01
+CAP_SHARE = 0.05
 """Share of the run's ρ spent on DP caps (0.99-quantile, candidates 1…64) for a method that needs
 a cap on every private FK (PrivLava) where the dataset declares none (FKs to public parents)."""
 
@@ -312,7 +312,7 @@ def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
     if not missing:
         return db, ""
     rho = CAP_SHARE * rho_from_epsilon_delta(spec["epsilon"], DELTA)
-    out, rel = with_dp_caps(db, rho=rho, quantile=0.99, candidates=(1, 64),
+    out, rel = with_dp_caps(db, rho=rho, quantile=0.99, candidates=(1, 32),
                             rng=np.random.default_rng([spec["seed"], 99]))
     del Plan
     return out, "DP caps " + ", ".join(f"{r.fk} τ={r.tau}" for r in rel)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["project_counts", "project_counts_moment"]
+__all__ = ["project_counts", "project_counts_moment", "project_monotone"]
 
 
 def project_counts(y: np.ndarray, total: float) -> np.ndarray:
@@ -74,3 +74,35 @@ def project_counts_moment(y: np.ndarray, total: float, values: np.ndarray, momen
         else:
             hi_mu = mu
     return at(0.5 * (lo_mu + hi_mu))
+
+
+def project_monotone(y: np.ndarray, lower: float, upper: float) -> np.ndarray:
+    """Euclidean projection of ``y`` onto ``{lower ≤ x_1 ≤ x_2 ≤ … ≤ x_k ≤ upper}``.
+
+    The isotonic regression of ``y`` (pool-adjacent-violators: neighbouring blocks that decrease
+    are merged into their mean until none does; Ayer et al., Ann. Math. Statist. 26, 1955),
+    then clipped to ``[lower, upper]``: clipping a non-decreasing vector keeps it non-decreasing,
+    and it is the projection onto the box-bounded cone because the bounds only ever bind on a
+    prefix and a suffix of the blocks (Barlow, Bartholomew, Bremner & Brunk 1972, §1.4). With
+    Gaussian noise of equal variance on every cell this is the maximum-likelihood estimate under
+    the constraints (a noisy cumulative count curve is estimated by the non-decreasing curve
+    between 0 and the number of parents closest to it).
+
+    Args:
+        y: ``(k,)`` noisy values. lower, upper: Bounds (``lower ≤ upper``).
+
+    Returns:
+        ``(k,)`` float64, non-decreasing.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    means: list[float] = []
+    sizes: list[int] = []
+    for v in y.tolist():
+        m, s = v, 1
+        while means and means[-1] > m:  # merge the violating block into the new one
+            pm, ps = means.pop(), sizes.pop()
+            m, s = (pm * ps + m * s) / (ps + s), ps + s
+        means.append(m)
+        sizes.append(s)
+    out = np.repeat(np.asarray(means, dtype=np.float64), np.asarray(sizes, dtype=np.int64))
+    return np.clip(out, lower, upper)
