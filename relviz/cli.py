@@ -18,6 +18,13 @@ Commands:
     ``report.html`` (self-contained: real-vs-synthetic comparisons), ``cap_report.txt`` (exactly
     what the degree caps removed), ``timings.json``.
 
+  ``--method privlava`` / ``--method denorm`` (or ``--preset denorm``) use a database method,
+  which owns the whole plan and needs a public cap τ on every private FK; ``--dp-caps RHO``
+  releases a DP cap (the 0.99-quantile of the group sizes, among 1…64, exponential mechanism)
+  for every private FK without one before the run, with ρ = RHO in all, charged to the ledger on
+  top of the plan's budget. The summary lists the ledger per component (every release is in
+  ``release/ledger.json``).
+
   A schema whose domains (or FK nullability) were read from the data is refused unless
   ``--allow-inferred-schema`` is given; the release is then not differentially private and the
   ledger, the summary and ``report.html`` say so.
@@ -166,12 +173,25 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     for table in args.relation or ():
         plan = plan.with_relation(db.schema, table, args.method if args.method != "degree"
                                   else "biadjacency")
+    if args.dp_caps is not None:
+        db = _with_dp_caps(db, args)
+        if db is None:
+            return 2
     data_problems, plan_problems = db.problems(), plan.problems(db.schema)
     if data_problems or plan_problems:  # as RelationalSynthesizer.fit: data first, then the plan
         from relviz.errors import DataError, PlanError
 
         error = DataError(data_problems + plan_problems) if data_problems else PlanError(plan_problems)
         print(error, file=sys.stderr)
+        unit = db.schema.privacy_unit
+        uncapped = [fk.name for fk in db.schema.private_foreign_keys
+                    if unit is None or fk.name not in unit.caps]
+        if uncapped and any(p.kind == "missing_cap" for p in data_problems + plan_problems):
+            print(f"relviz synth: {plan.database_method or 'this schema'} needs a public cap τ on "
+                  f"every private FK ({', '.join(uncapped)} {'has' if len(uncapped) == 1 else 'have'} "
+                  "none): set privacy_unit.caps in the schema JSON, or pass --dp-caps RHO to "
+                  "release DP caps before the run (RHO is charged to the ledger, e.g. --dp-caps 0.01)",
+                  file=sys.stderr)
         return 2
     inferred = db.schema.inferred_problems()
     if inferred and not args.allow_inferred_schema:
@@ -229,6 +249,34 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def _with_dp_caps(db, args: argparse.Namespace):  # noqa: ANN001, ANN202 - Database | None
+    """Release DP caps for the private FKs without one (``--dp-caps RHO``); ``None`` on bad input."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from relviz.privacy.caps import with_dp_caps
+
+    try:
+        rho = Fraction(str(args.dp_caps))
+    except (ValueError, ZeroDivisionError):
+        rho = Fraction(-1)
+    if rho <= 0:
+        print(f"relviz synth: --dp-caps needs a positive ρ (got {args.dp_caps})", file=sys.stderr)
+        return None
+    if [p for p in db.problems() if p.kind != "missing_cap"]:
+        return db  # reported with the plan's problems
+    rng = np.random.default_rng(None if args.seed is None else [args.seed, 0xCA9])
+    out, releases = with_dp_caps(db, rho=rho, quantile=0.99, candidates=(1, 64), rng=rng)
+    if not releases:
+        print("note: --dp-caps: every private FK already has a cap τ; nothing released",
+              file=sys.stderr)
+    for r in releases:
+        print(f"note: --dp-caps: τ = {r.tau} for {r.fk} (DP {r.quantile:g}-quantile among 1…64, "
+              f"ρ = {float(r.rho):.4g}, charged to the ledger as component 'caps')", file=sys.stderr)
+    return out
+
+
 def _report(db, syn, synth, curator: Path, args: argparse.Namespace):  # noqa: ANN001, ANN202
     """Write ``curator/report.html`` (reads the real data: curator only)."""
     from relviz.evaluate import RelationalReport
@@ -254,6 +302,19 @@ def _print_summary(db, syn, synth, report, timings: dict[str, float], out: Path)
     print(f"  privacy: ρ spent {float(acc.spent()):.6g} of {float(acc.rho_total):.6g} "
           f"(ε = {acc.epsilon_spent():.4g}, δ = {acc.delta:g}, {acc.conversion} conversion); "
           f"unit: {acc.unit}")
+    by: dict[str, list] = {}
+    for e in acc.ledger:
+        by.setdefault(e.component, []).append(e)
+    print(f"  ledger ({len(acc.ledger)} entries; every release in {RELEASE}/ledger.json):")
+    for comp in [*acc.budgets, *(k for k in by if k not in acc.budgets)]:
+        entries = by.get(comp, [])
+        spent = sum((e.rho for e in entries), 0)
+        planned = acc.budgets.get(comp)
+        of = f" of {float(planned):.4g}" if planned is not None else ""
+        mechs = sorted({e.mechanism for e in entries})
+        n = sum(e.count for e in entries)
+        print(f"    {comp:<40} ρ {float(spent):.4g}{of}  ({n} release{'' if n == 1 else 's'}"
+              + (f", {'/'.join(mechs)}" if mechs else "") + ")")
     print("  rows (real → synthetic):")
     for t in db.schema.table_names:
         tag = " (public, copied)" if db.schema.table(t).public else ""
@@ -299,7 +360,13 @@ def _parser() -> argparse.ArgumentParser:
                         "degree linking), denorm the papers' Denorm baseline")
     y.add_argument("--mechanism", default="mst", help="single-table mechanism (default mst)")
     y.add_argument("--method", default="degree",
-                   help="relational method per FK: degree (default) or biadjacency")
+                   help="relational method: a per-FK linker, degree (default) or biadjacency, or a "
+                        "database method that owns the whole plan: privlava or denorm (they need a "
+                        "cap τ on every private FK: see --dp-caps)")
+    y.add_argument("--dp-caps", type=float, default=None, metavar="RHO",
+                   help="before the run, release a DP cap τ (0.99-quantile of the group sizes, "
+                        "among 1…64) for every private FK without one, with ρ = RHO in all, "
+                        "charged to the ledger on top of the plan's budget")
     y.add_argument("--relation", action="append", metavar="TABLE",
                    help="model link TABLE (two FKs) as one many-to-many relation (bi-adjacency); "
                         "repeatable")

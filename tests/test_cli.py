@@ -127,3 +127,81 @@ def test_synth_preset_baseline_80_20(tmp_path, capsys: pytest.CaptureFixture[str
     assert main(["synth", "--dataset", "schools", "--preset", "baseline-80-20", "--plan",
                  str(out / "release" / "plan.json"), "--out", str(tmp_path / "x"), "--quiet"]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+# -- database methods (PrivLava, Denorm) on a small census stand-in -------------------------------
+
+CENSUS_FK = "persons.household_id->households"
+
+
+def _census_files(tmp_path, *, caps: bool) -> tuple[str, str]:
+    """The census stand-in (300 households) as a SQLite file and its schema JSON, with or without
+    the declared cap τ."""
+    from dataclasses import replace
+
+    from relviz import datasets
+
+    db = datasets.load("census", n_households=300, seed=0)
+    data = tmp_path / "census.sqlite"
+    if not data.exists():
+        db.to_sqlite(data)
+    schema = db.schema if caps else db.schema.with_privacy_unit(replace(db.schema.privacy_unit, caps={}))
+    path = tmp_path / ("schema.json" if caps else "schema_nocaps.json")
+    schema.to_json(path)
+    return str(data), str(path)
+
+
+def test_synth_privlava_without_caps_is_refused_in_words(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    data, schema = _census_files(tmp_path, caps=False)
+    out = tmp_path / "out"
+    assert main(["synth", "--data", data, "--schema", schema, "--method", "privlava",
+                 "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "[missing_cap]" in err and "PrivLava needs a public group-size cap" in err
+    assert f"({CENSUS_FK} has none)" in err and "--dp-caps RHO" in err
+    assert "Traceback" not in err and not out.exists()
+    assert main(["synth", "--data", data, "--schema", schema, "--method", "privlava", "--dp-caps",
+                 "-1", "--out", str(out), "--quiet"]) == 2
+    assert "positive" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_synth_privlava_with_dp_caps(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--dp-caps`` releases τ before the run (charged to the ledger); a small PrivLava plan
+    (``--plan``: few EM iterations) runs end to end and the summary lists the ledger."""
+    from relviz import datasets
+    from relviz.plan import Plan
+
+    data, schema = _census_files(tmp_path, caps=False)
+    plan = Plan.default(datasets.load("census", n_households=300, seed=0).schema, 8.0, 1e-6,
+                        method="privlava").with_params(CENSUS_FK, T=1, T_C=0, n_C=5, k_max=2, iters=20)
+    plan.to_json(tmp_path / "plan.json")
+    out = tmp_path / "out"
+    assert main(["synth", "--data", data, "--schema", schema, "--plan", str(tmp_path / "plan.json"),
+                 "--dp-caps", "0.5", "--seed", "0", "--out", str(out), "--quiet", "--no-report"]) == 0
+    cap = capsys.readouterr()
+    assert "--dp-caps: τ = " in cap.err and CENSUS_FK in cap.err
+    summary = cap.out
+    assert "ledger (" in summary and "caps" in summary and CENSUS_FK in summary
+    ledger = json.loads((out / "release" / "ledger.json").read_text())
+    labels = [e["label"] for e in ledger["entries"]]
+    assert labels[0].startswith(f"degree cap of {CENSUS_FK}: DP 0.99-quantile")
+    assert any(lb.startswith("Alg. 1 M3") for lb in labels) and any(lb.startswith("Alg. 2 line 1")
+                                                                   for lb in labels)
+    assert json.loads((out / "release" / "schema.json").read_text())["privacy_unit"]["caps"][CENSUS_FK] >= 1
+    con = sqlite3.connect(out / "release" / "synthetic.sqlite")
+    assert con.execute("PRAGMA foreign_key_check").fetchall() == []
+    con.close()
+
+
+@pytest.mark.slow
+def test_synth_denorm(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    data, schema = _census_files(tmp_path, caps=True)
+    out = tmp_path / "out"
+    assert main(["synth", "--data", data, "--schema", schema, "--method", "denorm", "--epsilon", "4",
+                 "--seed", "0", "--out", str(out), "--quiet", "--no-report"]) == 0
+    summary = capsys.readouterr().out
+    assert "ledger (" in summary and "persons " in summary and CENSUS_FK in summary
+    plan = json.loads((out / "release" / "plan.json").read_text())
+    assert {c["method"] for c in plan["components"] if c["kind"] == "edge"} == {"denorm"}
+    assert len(pd.read_parquet(out / "release" / "tables" / "persons.parquet")) > 0

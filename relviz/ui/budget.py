@@ -10,6 +10,13 @@ are "equal split" and "papers' defaults" (:data:`relviz.ui.budget_state.PRESETS`
 is shown and is always exactly 1: the plan holds exact fractions, the widgets only round for
 display. Warnings in plain words: ε > 5, δ ≥ 1/n, shares too small to be useful.
 
+At the top, "Approach" picks how the whole database is synthesised
+(:meth:`~relviz.ui.budget_state.BudgetDraft.set_approach`): per-FK linkers, a database method
+(PrivLava, Denorm) or a named plan (the papers' 80/20 baseline), with one line saying what it
+does. The rows follow the new plan's components; under a database method an FK's method is the
+method itself (shown, not editable) and a table offers only the mechanisms the method accepts.
+Every σ a component releases is listed (MST: two; PrivLava's FK: four). "Undo" steps back.
+
 Every change goes through the draft: an invalid one (say, a share that the locked shares leave no
 room for) is refused with its reason and the widgets snap back to the plan.
 """
@@ -28,7 +35,7 @@ from relviz.database import Database
 from relviz.plan import NoisePreview, Plan
 from relviz.privacy.measure import CURATOR_VIEW
 from relviz.schema import Schema
-from relviz.ui.budget_state import PRESETS, BudgetDraft
+from relviz.ui.budget_state import PRESETS, BudgetDraft, approaches
 from relviz.ui.schema_state import EditResult
 
 __all__ = ["BudgetPanel"]
@@ -79,11 +86,20 @@ class BudgetPanel(W.VBox):
 
     # -- construction ----------------------------------------------------------------------------
     def _build(self) -> None:
-        from relviz.relational import available as edge_methods
-        from relviz.single import available as table_methods
-
         plan = self.draft.plan
         self._title = W.HTML("<b style='font-size:14px'>Privacy budget</b>")
+        self._approach = W.Dropdown(options=[(label, key) for key, label in approaches().items()],
+                                    value=self.draft.approach(), description="Approach",
+                                    layout=W.Layout(width="300px"),
+                                    style={"description_width": "initial"})
+        self._approach.add_class("relviz-bp-approach")
+        self._approach.observe(self._on_approach, names="value")
+        self._approach_text = W.HTML()
+        self._approach_text.add_class("relviz-bp-approach-text")
+        self._undo = W.Button(description="Undo", icon="undo", tooltip="undo the last applied change",
+                              layout=W.Layout(width="auto"), disabled=True)
+        self._undo.add_class("relviz-bp-undo")
+        self._undo.on_click(lambda _: self._apply(self.draft.undo()))
         self._eps = W.BoundedFloatText(value=plan.epsilon, min=1e-4, max=1e4, step=0.1, description="total ε",
                                        layout=W.Layout(width="150px"), continuous_update=False,
                                        style={"description_width": "initial"})
@@ -112,20 +128,26 @@ class BudgetPanel(W.VBox):
         self._message.add_class("relviz-bp-message")
         self._warnings = W.HTML()
         self._warnings.add_class("relviz-bp-warnings")
+        self._build_grid()
 
+    def _build_grid(self) -> None:
+        """One row per plan component (rebuilt when the components change)."""
+        plan = self.draft.plan
         header = [W.HTML(f"<b>{h}</b>") for h in ("component", "method", "share of ρ", "", "lock",
                                                  "what the share buys (noise σ, expected error)")]
         cells: list[W.Widget] = list(header)
         self._rows: dict[str, dict[str, W.Widget]] = {}
-        tables, edges = table_methods(), edge_methods()
         for i, c in enumerate(plan.components):
-            registry = tables if c.kind == "table" else edges
+            registry = self.draft.method_choices(c.name)
+            locked = self.draft.method_locked(c.name)
             options = [(_short(label), name) for name, label in registry.items()]
             if c.method not in registry:
                 options.append((f"{c.method} (unknown)", c.method))
             name = W.HTML(self._name_html(c.name, c.kind))
+            tip = (f"{_short(registry.get(c.method, c.method))} models this FK (chosen by the "
+                   "Approach menu)" if locked else "\n".join(f"{k}: {v}" for k, v in registry.items()))
             method = W.Dropdown(options=options, value=c.method, layout=W.Layout(width="160px"),
-                                tooltip="\n".join(f"{k}: {v}" for k, v in registry.items()))
+                                tooltip=tip, disabled=locked or len(options) < 2)
             slider = W.FloatSlider(value=0.0, min=0.0, max=1.0, step=_STEP, readout=False,
                                    continuous_update=False, layout=W.Layout(width="165px"))
             text = W.BoundedFloatText(value=0.0, min=0.0, max=1.0, step=_STEP,
@@ -147,10 +169,18 @@ class BudgetPanel(W.VBox):
         self._grid = W.GridBox(cells, layout=W.Layout(grid_template_columns=_COLUMNS, grid_gap="4px 8px",
                                                       align_items="center", width="100%"))
         self._grid.add_class("relviz-bp-grid")
+        self._shape = self._grid_shape()
+
+    def _grid_shape(self) -> tuple[Any, ...]:
+        """What the rows depend on: the components and the database method owning the plan."""
+        plan = self.draft.plan
+        return (tuple((c.name, c.kind) for c in plan.components), plan.database_method)
 
     def _children(self) -> list[W.Widget]:
         return [
             self._title,
+            W.HBox([self._approach, self._undo], layout=W.Layout(align_items="center")),
+            self._approach_text,
             W.HBox([self._eps, self._delta, self._rho], layout=W.Layout(align_items="center")),
             W.HBox([W.HTML("presets:&nbsp;"), *self._presets.values(), self._rebalance],
                    layout=W.Layout(align_items="center")),
@@ -189,6 +219,12 @@ class BudgetPanel(W.VBox):
     def preset(self, name: str) -> EditResult:
         return self._apply(self.draft.preset(name))
 
+    def set_approach(self, name: str) -> EditResult:
+        return self._apply(self.draft.set_approach(name))
+
+    def undo(self) -> EditResult:
+        return self._apply(self.draft.undo())
+
     # -- events ------------------------------------------------------------------------------------
     def _on_share(self, name: str, change: dict[str, Any]) -> None:
         if self._updating:
@@ -206,6 +242,10 @@ class BudgetPanel(W.VBox):
     def _on_method(self, name: str, change: dict[str, Any]) -> None:
         if not self._updating:
             self._apply(self.draft.set_method(name, str(change["new"])))
+
+    def _on_approach(self, change: dict[str, Any]) -> None:
+        if not self._updating and change["new"] != self.draft.approach():
+            self._apply(self.draft.set_approach(str(change["new"])))
 
     def _on_eps(self, change: dict[str, Any]) -> None:
         if not self._updating and float(change["new"]) != self.draft.plan.epsilon:
@@ -225,12 +265,7 @@ class BudgetPanel(W.VBox):
     def _on_plan(self, change: dict[str, Any]) -> None:
         new = change["new"]
         if new is not None and new is not self.draft.plan:
-            old = {c.name for c in self.draft.plan.components}
-            result = self.draft.set_plan(new)
-            if {c.name for c in new.components} != old:  # other components: rebuild the rows
-                self._build()
-                self.children = self._children()
-            self._refresh(result)
+            self._refresh(self.draft.set_plan(new))  # other components: the rows are rebuilt
 
     # -- synchronisation -----------------------------------------------------------------------------
     def _apply(self, result: EditResult) -> EditResult:
@@ -242,8 +277,18 @@ class BudgetPanel(W.VBox):
         plan = d.plan
         self._updating = True
         try:
+            if self._grid_shape() != self._shape:  # other components (approach, undo, new plan)
+                self._build_grid()
+                self.children = self._children()
             if self.plan is not plan:
                 self.plan = plan
+            approach = d.approach()
+            if self._approach.value != approach:
+                self._approach.value = approach
+            self._approach_text.value = (
+                f"<div class='relviz-bp-approach-line' style='{_SMALL};color:var(--jp-ui-font-color2)'>"
+                f"{html.escape(d.approach_text(approach))}</div>")
+            self._undo.disabled = not d.can_undo
             self._eps.value = plan.epsilon
             self._delta.value = f"{plan.delta:g}"
             s = d.summary()
@@ -294,7 +339,13 @@ class BudgetPanel(W.VBox):
             note = html.escape(v.note or "σ unavailable")
             return f"<div style='{_SMALL}'>{rho}<br><span style='{grey}'>{note}</span></div>"
         others = "&#10;".join(f"{html.escape(k)}: σ = {_fmt(s)}" for k, s in v.sigmas.items())
-        lines = [f"<b>σ = {_fmt(v.sigma)}</b> per cell <span style='{grey}'>· {rho}</span>"]
+        if len(v.sigmas) > 1:  # every release of the component, one line each
+            lines = [f"<span class='relviz-bp-sigma'>{html.escape(k)}: <b>σ = {_fmt(s)}</b></span>"
+                     for k, s in v.sigmas.items()]
+            lines[0] += f" <span style='{grey}'>· {rho}</span>"
+        else:
+            lines = [f"<span class='relviz-bp-sigma'><b>σ = {_fmt(v.sigma)}</b> per cell</span> "
+                     f"<span style='{grey}'>· {rho}</span>"]
         if v.error is not None and v.relative_error is not None and v.n:
             color = "var(--jp-error-color1)" if v.warning else "var(--jp-ui-font-color1)"
             what = "cell" if v.kind == "table" else "bin"

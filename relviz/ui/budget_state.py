@@ -6,7 +6,14 @@ exactly 1. :meth:`BudgetDraft.rows` gives, per component, what its share buys, a
 computes it (:meth:`~relviz.plan.Plan.noise_preview`: the noise σ of each method's
 ``noise_scales`` and the expected error of a typical cell relative to the table size,
 ``σ·√(2/π)/n``). Every edit returns an :class:`~relviz.ui.schema_state.EditResult` (kept in
-``history``; the panel shows the last one); a refused edit changes nothing.
+``history``; the panel shows the last one); a refused edit changes nothing; :meth:`BudgetDraft.undo`
+steps back through the applied ones.
+
+:meth:`BudgetDraft.set_approach` picks how the whole database is synthesised (:func:`approaches`):
+per-FK linkers (``Plan.default``), a database method that owns the plan (PrivLava, Denorm:
+``Plan.default(method=…)``) or a named plan (:data:`relviz.plan.PRESETS`, e.g. the papers'
+80/20 baseline). Under a database method the FK rows name the method (no linker can be chosen)
+and the table rows offer only the mechanisms the method accepts (:meth:`BudgetDraft.method_choices`).
 """
 
 from __future__ import annotations
@@ -25,9 +32,12 @@ from relviz.schema import Schema
 from relviz.ui.schema_state import EditHistory, EditResult, error_reason
 
 __all__ = [
+    "APPROACH_TEXT",
     "BudgetDraft",
     "EPSILON_WARN",
+    "LINKERS",
     "PRESETS",
+    "approaches",
 ]
 
 EPSILON_WARN = 5.0
@@ -41,6 +51,44 @@ PRESETS: dict[str, str] = {
               "other component an equal share (PrivLava, Cai, Xiao & Cormode §6, leaves the split "
               "across components open)",
 }
+
+
+LINKERS = "linkers"
+"""The approach key of per-FK linkers (``Plan.default`` with a linker on every private FK)."""
+
+APPROACH_TEXT: dict[str, str] = {
+    LINKERS: "each private table is synthesised on its own (its mechanism, MST by default) and each "
+             "private FK is linked afterwards by its own method (degree baseline by default: a noisy "
+             "group-size histogram, children linked at random to follow it)",
+    "privlava": "generates every table with a private FK as groups of its parent: each group gets a "
+                "latent type learnt by private EM (Alg. 1), children are drawn given the type, and the "
+                "parent's model learns which types go with which parent attributes (Cai, Xiao & "
+                "Cormode, SIGMOD 2023; docs/methods/privlava.md)",
+    "denorm": "joins each private child with its private parent, synthesises the join as one table "
+              "(80 % of ρ) and normalises it back into two tables by noisy group sizes (20 %): the "
+              "papers' Denorm baseline (docs/methods/denorm.md)",
+    "baseline-80-20": "the papers' per-relation baseline: 80 % of ρ synthesises each private table "
+                      "independently, 20 % releases one noisy group-size histogram per private FK, and "
+                      "children are linked at random to follow it (degree linker)",
+}
+"""One line per approach, in plain words (from the methods' docs); others use their label."""
+
+
+def approaches() -> dict[str, str]:
+    """``{key: label}`` of the approaches :meth:`BudgetDraft.set_approach` offers: per-FK
+    linkers, every registered database method, then the named plans of
+    :data:`relviz.plan.PRESETS` that are neither (``"baseline-80-20"``)."""
+    from relviz.plan import PRESETS as PLAN_PRESETS
+    from relviz.relational import available_databases
+
+    out = {LINKERS: "per-FK linkers"}
+    for name, label in available_databases().items():
+        out[name] = label.split(" (")[0]
+    for name in PLAN_PRESETS:
+        if name not in out and name != "default":
+            out[name] = {"baseline-80-20": "80/20 baseline",
+                         "privlava-degree": "PrivLava + degree"}.get(name, name)
+    return out
 
 
 class BudgetDraft(EditHistory):
@@ -74,6 +122,7 @@ class BudgetDraft(EditHistory):
         self.row_counts: dict[str, int] = {**counts, **self._public_counts}
         self._plan = plan if plan is not None else Plan.default(self.schema, epsilon, delta)
         self.history: list[EditResult] = []
+        self._undo: list[tuple[Plan, EditResult]] = []  # (plan before, the edit that replaced it)
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -83,8 +132,146 @@ class BudgetDraft(EditHistory):
     _subject = "plan"
 
     def _done(self, op: str, message: str, plan: Plan) -> EditResult:
+        before = self._plan
         self._plan = plan
-        return self._record(True, op, message)
+        result = self._record(True, op, message)
+        self._undo.append((before, result))
+        return result
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self._undo)
+
+    def undo(self) -> EditResult:
+        """Restore the plan as it was before the last applied edit (refused edits changed nothing
+        and are skipped)."""
+        if not self._undo:
+            return self._refuse("undo", "nothing to undo")
+        before, edit = self._undo.pop()
+        self._plan = before
+        return self._record(True, "undo", f"undone: {edit.message}")
+
+    # -- approach ------------------------------------------------------------------------------
+    def approach(self) -> str:
+        """The approach of the current plan: a named plan while the plan has exactly its
+        components, methods and shares (e.g. ``"baseline-80-20"``), else the database method that
+        owns it, else ``"linkers"``."""
+        plan = self._plan
+        owner = plan.database_method
+        if owner is not None:  # its own default plan first (a preset may coincide with it)
+            try:
+                if _same_split(Plan.default(self.schema, plan.epsilon, plan.delta, method=owner), plan):
+                    return owner
+            except (PlanError, KeyError, ValueError, TypeError):
+                pass
+        if plan.edges:
+            for name in approaches():
+                if name == LINKERS or _is_database(name):
+                    continue
+                try:
+                    ref = Plan.preset(self.schema, name, plan.epsilon, plan.delta)
+                except (PlanError, KeyError, ValueError, TypeError):
+                    continue
+                if _same_split(ref, plan):
+                    return name
+        return owner or LINKERS
+
+    def approach_text(self, name: str | None = None) -> str:
+        """One line in plain words about an approach (default: the current one)."""
+        name = self.approach() if name is None else name
+        label = approaches().get(name, name)
+        from relviz.plan import PRESETS as PLAN_PRESETS
+
+        text = APPROACH_TEXT.get(name) or PLAN_PRESETS.get(name) or _method_label(name)
+        return f"{label}: {text}"
+
+    def set_approach(self, name: str) -> EditResult:
+        """Rebuild the plan's components for an approach of :func:`approaches` (ε, δ, conversion
+        and noise sampler are kept; shares and locks start afresh).
+
+        Per-FK linkers use the linker the plan has now (degree if none); a database method is
+        refused, with its reasons, when it reports problems for the schema (PrivLava: FKs
+        without a cap τ, an unsupported privacy unit, …).
+        """
+        known = approaches()
+        if name not in known:
+            return self._refuse("set_approach", f"unknown approach {name!r}; choose from "
+                                + ", ".join(known))
+        old = self._plan
+        mechanism = self._table_mechanism()
+        try:
+            if name == LINKERS:
+                linker = self._current_linker()
+                plan = Plan.default(self.schema, old.epsilon, old.delta, mechanism=mechanism,
+                                    method=linker, conversion=old.conversion)
+                what = f"per-FK linkers ({linker})"
+            elif _is_database(name):
+                plan = Plan.default(self.schema, old.epsilon, old.delta, mechanism=mechanism,
+                                    method=name, conversion=old.conversion)
+                what = known[name]
+            else:
+                plan = Plan.preset(self.schema, name, old.epsilon, old.delta, mechanism=mechanism,
+                                   conversion=old.conversion)
+                what = known[name]
+        except (PlanError, KeyError, ValueError, TypeError) as e:
+            return self._refuse("set_approach", error_reason(e))
+        if not plan.components:
+            return self._refuse("set_approach", f"{what} has nothing to synthesise: the schema has no "
+                                "private table or FK")
+        if plan.database_method is not None:
+            problems = plan.problems(self.schema)
+            if problems:
+                return self._refuse("set_approach", _approach_problems(
+                    approaches().get(plan.database_method, plan.database_method), problems))
+        plan = replace(plan, noise=old.noise)
+        return self._done("set_approach", f"approach: {what} — {len(plan.components)} components, "
+                          "shares reset", plan)
+
+    def method_choices(self, name: str) -> dict[str, str]:
+        """``{method: label}`` a component's drop-down may offer: the mechanisms or linkers of the
+        registries; under a database method, only the method itself on an FK and only the
+        mechanisms the method accepts on a table (PrivLava: MST)."""
+        from relviz.relational import available as edge_methods
+        from relviz.single import available as table_methods
+
+        comp = self._plan.component(name)
+        owner = self._plan.database_method
+        registry = table_methods() if comp.kind == "table" else edge_methods()
+        if owner is None:
+            return dict(registry)
+        if comp.method == owner:
+            return {owner: approaches().get(owner, owner)}
+        base = {str(p) for p in self._plan.problems(self.schema) if _about(p, name)}
+        out = {}
+        for method, label in registry.items():
+            if method == comp.method:
+                out[method] = label
+                continue
+            extra = {str(p) for p in self._plan.with_method(name, method).problems(self.schema)
+                     if _about(p, name)} - base
+            if not extra:
+                out[method] = label
+        return out
+
+    def method_locked(self, name: str) -> bool:
+        """Whether a component's method is fixed (an FK of a plan owned by a database method)."""
+        owner = self._plan.database_method
+        return owner is not None and self._plan.component(name).method == owner
+
+    def _table_mechanism(self) -> str:
+        from relviz.single import available as table_methods
+
+        mechs = {c.method for c in self._plan.tables}
+        return next(iter(mechs)) if len(mechs) == 1 and mechs <= set(table_methods()) else "mst"
+
+    def _current_linker(self) -> str:
+        from relviz.relational import available as edge_methods
+
+        linkers = edge_methods()
+        for c in self._plan.edges:
+            if c.method in linkers:
+                return c.method
+        return "degree"
 
     # -- edits ---------------------------------------------------------------------------------
     def set_plan(self, plan: Plan) -> EditResult:
@@ -124,6 +311,19 @@ class BudgetDraft(EditHistory):
             comp = self._plan.component(name)
         except KeyError as e:
             return self._refuse("set_method", error_reason(e))
+        owner = self._plan.database_method
+        if owner is not None and method != comp.method:
+            label = approaches().get(owner, owner)
+            if comp.method == owner:
+                return self._refuse("set_method", f"{label} models this FK; choose another approach "
+                                    "(the Approach menu) to use a per-FK linker")
+            allowed = self.method_choices(name)
+            known = table_methods() if comp.kind == "table" else edge_methods()
+            if method in known and method not in allowed:
+                why = "; ".join(p.message for p in self._plan.with_method(name, method)
+                                .problems(self.schema) if _about(p, name))
+                return self._refuse("set_method", f"{label} accepts only {', '.join(allowed)} for "
+                                    f"{name}" + (f": {why}" if why else ""))
         registry = table_methods() if comp.kind == "table" else edge_methods()
         if method not in registry:
             return self._refuse("set_method", f"unknown {'mechanism' if comp.kind == 'table' else 'method'} "
@@ -170,7 +370,8 @@ class BudgetDraft(EditHistory):
 
     def apply(self, request: Mapping[str, Any]) -> EditResult:
         """Apply one edit described by a JSON request (``{"op": "set_share", "name", "share"}``,
-        ``set_lock``, ``rebalance``, ``set_method``, ``set_budget``, ``preset``)."""
+        ``set_lock``, ``rebalance``, ``set_method``, ``set_budget``, ``preset``, ``set_approach``,
+        ``undo``)."""
         op = str(request.get("op", ""))
         try:
             if op == "set_share":
@@ -185,6 +386,10 @@ class BudgetDraft(EditHistory):
                 return self.set_budget(request.get("epsilon"), request.get("delta"))
             if op == "preset":
                 return self.preset(str(request["name"]))
+            if op == "set_approach":
+                return self.set_approach(str(request["name"]))
+            if op == "undo":
+                return self.undo()
         except (KeyError, TypeError, ValueError) as e:
             return self._refuse(op or "request", f"malformed request ({error_reason(e)})")
         return self._refuse(op or "request", f"unknown edit {op!r}")
@@ -249,6 +454,53 @@ class BudgetDraft(EditHistory):
         return {"epsilon": plan.epsilon, "delta": plan.delta, "rho": rho,
                 "conversion": plan.resolved_conversion(), "conversion_text": self.conversion_text(),
                 "total_share": f"{total.numerator}/{total.denominator}", "total_is_one": total == 1}
+
+
+def _is_database(name: str) -> bool:
+    from relviz.relational import is_database_method
+
+    return is_database_method(name)
+
+
+def _method_label(name: str) -> str:
+    from relviz.relational import available_databases
+
+    return available_databases().get(name, name)
+
+
+def _same_split(a: Plan, b: Plan) -> bool:
+    """Same components, methods and shares (parameters and locks aside)."""
+    key = lambda p: sorted((c.name, c.kind, c.method, c.share) for c in p.components)  # noqa: E731
+    return key(a) == key(b)
+
+
+def _about(p: Any, name: str) -> bool:
+    return name in (p.table, p.column)
+
+
+def _approach_problems(label: str, problems: list[Any]) -> str:
+    """Why a database method cannot take this schema, in words (the method's own messages;
+    missing caps grouped, with where to set them)."""
+    caps = [p.column for p in problems if p.kind == "missing_cap"]
+    parts = []
+    if caps:
+        parts.append(f"{label} needs a public group-size cap τ on every private FK, and "
+                     f"{', '.join(caps)} {'has' if len(caps) == 1 else 'have'} none — set one in the "
+                     "Schema panel (select the FK; under “Degree cap τ”, “DP cap” releases a DP "
+                     "cap and charges it to the run's ledger, or type a public τ)")
+    seen = set()
+    for p in problems:
+        if p.kind == "missing_cap":
+            continue
+        where = p.column or p.table
+        text = f"{p.message}" + (f" ({where})" if where and p.kind not in ("no_unit", "unsupported_unit") else "")
+        if text not in seen:
+            seen.add(text)
+            parts.append(text)
+    if not caps and any("cap τ" in p.message for p in problems):
+        parts.append("set a cap τ in the Schema panel (select the FK; under “Degree cap τ”, “DP "
+                     "cap” releases a DP cap and charges it to the run's ledger)")
+    return "; ".join(parts)
 
 
 def _fmt_share(x: Fraction) -> str:

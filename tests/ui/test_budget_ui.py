@@ -98,3 +98,44 @@ def test_number_box_slider_lock_rebalance_keep_the_sum_exactly_one(page: Any) ->
     p.locator(f"{PANEL} .relviz-bp-warnings", has_text="above 5").wait_for()
     assert _plan(page)["epsilon"] == 8.0
     page.screenshot("budget_panel_warnings", p.locator(PANEL))
+
+
+CENSUS_NB = "budget_panel_census.ipynb"
+CENSUS_FK = "persons.household_id->households"
+
+
+def _write_census_notebook(root: Any) -> None:
+    """A notebook with the BudgetPanel on the census stand-in (300 households)."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "from relviz import datasets\nfrom relviz.ui import BudgetPanel\n\n"
+        "db = datasets.load('census', n_households=300, seed=0)\n"
+        "panel = BudgetPanel(db, epsilon=8.0, delta=1e-6)\npanel")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(root / CENSUS_NB))
+
+
+def test_approach_menu_switches_to_privlava(page: Any, lab: dict[str, Any]) -> None:
+    _write_census_notebook(lab["root"])
+    page.open(CENSUS_NB)
+    page.run_all(wait_for=f"{PANEL} .relviz-bp-grid")
+    p = page.page
+    assert set(_plan(page)["methods"].values()) == {"mst", "degree"}
+    p.locator(f"{PANEL} .relviz-bp-approach select").select_option(label="PrivLava")
+    _wait_message(page, "approach: PrivLava")
+    plan = _plan(page)
+    assert plan["methods"] == {CENSUS_FK: "privlava", "households": "mst"}
+    assert Fraction(plan["total"]) == 1
+    p.locator(f"{PANEL} .relviz-bp-info", has_text="σ_err").wait_for()
+    info = p.locator(f"{PANEL} .relviz-bp-grid").inner_text()
+    for label in ("latent marginals σ_ℓ", "group sizes σ_size", "latent states σ_z", "err~ scores σ_err",
+                  "1-way marginals", "2-way marginals"):
+        assert label in info
+    assert p.locator(f"{PANEL} .relviz-bp-method-0 select").is_disabled()  # the FK names PrivLava
+    assert "latent type" in p.locator(f"{PANEL} .relviz-bp-approach-text").inner_text()
+    page.screenshot("budget_panel_privlava", p.locator(PANEL))
+    p.locator(f"{PANEL} .relviz-bp-undo").click()
+    _wait_message(page, "undone: approach")
+    assert set(_plan(page)["methods"].values()) == {"mst", "degree"}
