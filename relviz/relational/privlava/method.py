@@ -226,8 +226,8 @@ class PrivLava:
                 score_sensitivity=sens.score[component.name]))
         fk = schema.foreign_key(component.name)
         cal = self._calibration(schema, fk, rho, sens, linked)
-        return {"Alg. 1 latent marginals σ_ℓ": cal.sigma_latent,
-                "Alg. 1 group sizes σ_size": cal.sigma_size,
+        return {"Alg. 1 group sizes σ_size": cal.sigma_size,
+                "Alg. 1 latent marginals σ_ℓ": cal.sigma_latent,
                 "Alg. 1 latent states σ_z": cal.sigma_z,
                 "Alg. 2 err~ scores σ_err": cal.sigma_err}
 
@@ -455,15 +455,16 @@ class PrivLava:
                             continue
                         if n_noisy / cells >= thr:
                             pool.append((sa, sz))
-            if not pool:
+            if not pool:  # nothing λ-useful to add: the round's EM iteration still refines
+                em(1, self.T + rnd)
                 continue
             pick = rng.choice(len(pool), size=min(self.n_C, len(pool)), replace=False)
             cands = [pool[i] for i in sorted(pick)]
             distinct = sorted({sa for sa, _ in cands})
             exact = np.array([np.abs(data.marginal(sa) - n_noisy * pgm.model_marginal(
                 state.model, sa).ravel()).sum() for sa in distinct])
-            m = len(distinct)
-            noisy, _ = budget.gaussian(exact, rho=cal.rho_err * m,
+            m = len(distinct)  # the round's err~ budget (n_C planned scores) over the m made
+            noisy, _ = budget.gaussian(exact, rho=cal.rho_err * self.n_C,
                                        sensitivity=sens.score[fk.child] * math.sqrt(m),
                                        label=f"Alg. 2 err~ scores, round {rnd + 1} ({m} sets)",
                                        source=SOURCE + " Alg. 2 line 12", integer=False)
