@@ -143,6 +143,20 @@ def test_ledger_is_exact_and_labelled_by_algorithm(shop_fit):
         assert any(line in lb for lb in labels), line
     for c in plan.components:  # no component overspends
         assert syn.accountant_.spent(c.name) <= plan.rho_of(c.name)
+    # the noise wiring: every Algorithm 1 release uses the σ calibrated before any data were read
+    for name, m in syn.database_.models.items():
+        cal = m.calibration
+        for e in syn.ledger_:
+            if e.component != name:
+                continue
+            if e.label.startswith("Alg. 1 M1"):
+                assert e.sigma == pytest.approx(cal.sigma_z, rel=1e-9)
+            elif e.label.startswith("Alg. 1 M2"):
+                assert e.sigma == pytest.approx(cal.sigma_size, rel=1e-9)
+            elif e.label.startswith("Alg. 1 M3"):
+                assert e.sigma == pytest.approx(cal.sigma_latent, rel=1e-9)
+        previews = {p.name: p.sigmas for p in plan.noise_preview(syn.schema_)}[name]
+        assert previews["Alg. 1 group sizes σ_size"] == pytest.approx(cal.sigma_size, rel=1e-9)
 
 
 def test_same_seed_same_database(shop_fit):
