@@ -74,6 +74,9 @@ class Groups:
         size: ``(N,)`` int64 group sizes.
         parent: ``(N,)`` int64 parent row of each group.
         keys: ``(N,)`` uint64 keyed hash of each group's parent key (for the §4.6 draws).
+        contrib: ``(n,)`` bool or None: the rows that count in the latent marginals (at most
+            ``τ_contrib`` per group, chosen by a keyed hash of the child's key; the authors'
+            ``tau_contrib`` of the PrivLava code, spec Appendix C); None: every row.
     """
 
     codes: np.ndarray
@@ -83,7 +86,9 @@ class Groups:
     size: np.ndarray
     parent: np.ndarray
     keys: np.ndarray
+    contrib: np.ndarray | None = None
     _hist: dict[tuple[str, ...], sp.csr_matrix] = field(default_factory=dict, repr=False)
+    _chist: dict[tuple[str, ...], sp.csr_matrix] = field(default_factory=dict, repr=False)
 
     @property
     def n_groups(self) -> int:
@@ -105,6 +110,26 @@ class Groups:
                                               shape=(self.n_groups, cells))
             self._hist[attrs].sum_duplicates()
         return self._hist[attrs]
+
+    def contributing(self, attrs: tuple[str, ...]) -> sp.csr_matrix:
+        """``H`` restricted to the contributing rows (the latent marginals' counts)."""
+        if self.contrib is None:
+            return self.histograms(attrs)
+        if attrs not in self._chist:
+            cells = int(np.prod([self.domain[a] for a in attrs])) if attrs else 1
+            keep = self.contrib
+            data = np.ones(int(keep.sum()), dtype=np.float32)
+            self._chist[attrs] = sp.csr_matrix((data, (self.group[keep], self.flat(attrs)[keep])),
+                                               shape=(self.n_groups, cells))
+            self._chist[attrs].sum_duplicates()
+        return self._chist[attrs]
+
+    @property
+    def contrib_size(self) -> np.ndarray:
+        """``(N,)`` contributing rows per group (``min(|G|, τ_contrib)``)."""
+        if self.contrib is None:
+            return self.size
+        return np.bincount(self.group[self.contrib], minlength=self.n_groups).astype(np.int64)
 
 
 @dataclass
@@ -213,6 +238,7 @@ def e_step(groups: Groups, state: EMState, spec: LatentSpec, potentials, log_pz_
     lat_counts = [np.zeros((int(np.prod([groups.domain[a] for a in sa])) if sa else 1, K))
                   for sa, _ in latent]
     z_hard = np.empty(groups.n_groups, dtype=np.int64)
+    csize = groups.contrib_size
     for start in range(0, groups.n_groups, CHUNK):
         rows = slice(start, min(start + CHUNK, groups.n_groups))
         q = _posteriors(groups, state, spec, blocks, log_pz_tuple, rows, salt)
@@ -226,10 +252,10 @@ def e_step(groups: Groups, state: EMState, spec: LatentSpec, potentials, log_pz_
         w64 = w.astype(np.float64)
         cnt_z += w64.sum(axis=0)
         np.add.at(cnt_sz, groups.size[rows] - spec.s_min, w64)
-        size = groups.size[rows].astype(np.float64)
+        size = csize[rows].astype(np.float64)
         for i, (sa, _) in enumerate(latent):
             if sa:
-                lat_counts[i] += groups.histograms(sa)[rows].T.astype(np.float64) @ w64
+                lat_counts[i] += groups.contributing(sa)[rows].T.astype(np.float64) @ w64
             else:
                 lat_counts[i][0] += size @ w64
     out = []
@@ -254,13 +280,33 @@ class NoiseScales:
     delta_latent: float
 
 
+def size_bins(spec: LatentSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Public bins of the group-size domain ``{s_min…τ}``: one per size below 16, geometric above
+    (the degree baseline's bins, ``relviz.relational.degree.degree_bin_edges``; relviz's: with
+    τ = 1,500 a per-size table spreads its noise over 1,500 cells per latent state).
+
+    Returns:
+        ``(bin of each size (|𝒮|,), width of each bin, mean size of each bin)``.
+    """
+    from relviz.relational.degree import degree_bin_edges
+
+    edges = degree_bin_edges(spec.tau)
+    sizes = np.arange(spec.s_min, spec.tau + 1)
+    raw = np.searchsorted(edges, sizes, side="right") - 1
+    used, bin_of = np.unique(raw, return_inverse=True)
+    width = np.bincount(bin_of).astype(np.float64)
+    mean = np.bincount(bin_of, weights=sizes.astype(np.float64)) / width
+    return bin_of.astype(np.int64), width, mean
+
+
 def _pooled(cnt: np.ndarray) -> np.ndarray:
     s = cnt.sum()
     return cnt / s if s > 0 else np.full(len(cnt), 1.0 / len(cnt))
 
 
 def m_step(stats, spec: LatentSpec, scales: NoiseScales, budget: Budget, iteration: str, *,  # noqa: ANN001
-           n_children: float | None = None, n_groups: float | None = None
+           n_children: float | None = None, n_groups: float | None = None,
+           tau_contrib: int | None = None
            ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, float]]]:
     """M1–M3: release the E-step statistics with Gaussian noise and update ``p_Z``, ``p_size``.
 
@@ -275,6 +321,9 @@ def m_step(stats, spec: LatentSpec, scales: NoiseScales, budget: Budget, iterati
     Args:
         n_children: Noisy (or public) number of children in groups, for the size moment.
         n_groups: Public number of groups, when known.
+        tau_contrib: When the latent marginals count at most this many rows per group, their
+            noisy counts (and σ) are rescaled by ``Σ s·cnt*(s,·) / Σ min(s, τ_c)·cnt*(s,·)`` (from
+            the released sizes: post-processing) so that they sum like the tuple model's total.
 
     Returns:
         ``(p_Z, p_size, [(noisy latent marginal, σ_ℓ)])``.
@@ -289,21 +338,32 @@ def m_step(stats, spec: LatentSpec, scales: NoiseScales, budget: Budget, iterati
     total_groups = float(n_groups) if n_groups is not None else max(float(noisy_z.sum()), 1.0)
     noisy_z = project_counts(noisy_z, total_groups)
     p_z = _pooled(noisy_z)
-    noisy_sz, _ = budget.gaussian(cnt_sz.ravel(), rho=scales.rho_size, sensitivity=scales.delta_cnt,
-                                  label=f"Alg. 1 M2 group-size counts cnt(s, z) ({iteration})",
+    bin_of, width, mean = size_bins(spec)
+    n_bins = len(width)
+    cnt_bz = np.zeros((n_bins, spec.K))
+    np.add.at(cnt_bz, bin_of, cnt_sz)
+    noisy_bz, _ = budget.gaussian(cnt_bz.ravel(), rho=scales.rho_size, sensitivity=scales.delta_cnt,
+                                  label=f"Alg. 1 M2 group-size counts cnt(s, z) ({iteration}"
+                                        + (f", {n_bins} size bins)" if n_bins < spec.sizes else ")"),
                                   source=src + " M2", integer=False)
-    noisy_sz = noisy_sz.reshape(cnt_sz.shape)
-    sizes = np.repeat(np.arange(spec.s_min, spec.tau + 1, dtype=np.float64), spec.K)
+    sizes = np.repeat(mean, spec.K)
     if n_children is not None:
-        noisy_sz = project_counts_moment(noisy_sz.ravel(), total_groups, sizes,
-                                         float(n_children)).reshape(cnt_sz.shape)
+        noisy_bz = project_counts_moment(noisy_bz, total_groups, sizes,
+                                         float(n_children)).reshape(n_bins, spec.K)
     else:
-        noisy_sz = project_counts(noisy_sz.ravel(), total_groups).reshape(cnt_sz.shape)
+        noisy_bz = project_counts(noisy_bz, total_groups).reshape(n_bins, spec.K)
+    noisy_sz = noisy_bz[bin_of] / width[bin_of][:, None]  # uniform within a public bin
     col = noisy_sz.sum(axis=0)
     pooled = _pooled(noisy_sz.sum(axis=1))
     p_size = np.where(col[None, :] > 0, noisy_sz / np.where(col > 0, col, 1.0)[None, :],
                       pooled[:, None])
     out = []
+    scale = 1.0
+    if tau_contrib is not None:
+        s_vals = np.arange(spec.s_min, spec.tau + 1, dtype=np.float64)
+        full = float((s_vals[:, None] * noisy_sz).sum())
+        part = float((np.minimum(s_vals, tau_contrib)[:, None] * noisy_sz).sum())
+        scale = full / part if part > 0 and full > 0 else 1.0
     if latent:
         vec = np.concatenate(latent)
         m = len(latent)
@@ -311,6 +371,6 @@ def m_step(stats, spec: LatentSpec, scales: NoiseScales, budget: Budget, iterati
             vec, rho=scales.rho_latent * m, sensitivity=scales.delta_latent * float(np.sqrt(m)),
             label=f"Alg. 1 M3 {m} latent marginals ({iteration})", source=src + " M3",
             integer=False)
-        for part in np.split(noisy, np.cumsum([len(x) for x in latent])[:-1]):
-            out.append((part, sigma))
+        for piece in np.split(noisy, np.cumsum([len(x) for x in latent])[:-1]):
+            out.append((piece * scale, sigma * scale))
     return p_z, p_size, out

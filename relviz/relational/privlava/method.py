@@ -112,6 +112,14 @@ class PrivLava:
         allow_empty_groups: ``"auto"`` (public parents: yes; private: no), ``True`` or ``False``.
         m0: ``"relviz"`` (``2d + 1`` initial latent marginals) or ``"paper"`` (``2d``, no
             ``{Z₁, Z₂}``; App. C.3).
+        tau_contrib: Count at most this many children per group in the latent marginals
+            (chosen by a keyed hash of the child's key), so their sensitivity is
+            ``τ_contrib·Δ_g`` instead of ``τ·Δ_g``; group sizes still go up to τ. None: τ. (The
+            authors' code does this with 6 on census; spec Appendix C.)
+        split_domains: Child attributes with more codes than this are modelled as two "digit"
+            attributes (``code = hi·b + lo``, ``b = ⌈√size⌉``, recombined after sampling and
+            clamped): a smaller ``|A_max|`` lets a larger latent domain ``k`` be λ-useful (§4.7;
+            spec §1.5). None: no split.
     """
 
     name: ClassVar[str] = "privlava"
@@ -129,6 +137,8 @@ class PrivLava:
     max_model_cells: int = 20_000_000
     allow_empty_groups: Any = "auto"
     m0: str = "relviz"
+    tau_contrib: int | None = None
+    split_domains: int | None = 20
 
     def __post_init__(self) -> None:
         if self.assignment not in ("soft", "hard"):
@@ -140,6 +150,11 @@ class PrivLava:
             raise ParameterError("lam", "λ must be positive")
         if self.m0 not in ("relviz", "paper"):
             raise ParameterError("m0", "m0 must be 'relviz' or 'paper'")
+        for name in ("tau_contrib", "split_domains"):
+            v = getattr(self, name)
+            if v is not None and (int(v) != v or v < (1 if name == "tau_contrib" else 4)):
+                raise ParameterError(name, f"{name} must be None or an integer ≥ "
+                                     f"{1 if name == 'tau_contrib' else 4}")
 
     # -- plan --------------------------------------------------------------------------------
     def default_components(self, schema: Schema, *, mechanism: str = "mst", public: str = "privlava"
@@ -251,10 +266,14 @@ class PrivLava:
 
     def _calibration(self, schema: Schema, fk: ForeignKey, rho: Fraction, sens,  # noqa: ANN001
                      linked: set[str] = frozenset()) -> Calibration:  # type: ignore[assignment]
-        d = len(schema.table(fk.child).attributes) + len(self._inherited(schema, fk.child, linked))
+        attrs = schema.table(fk.child).attributes
+        split = sum(1 for a in attrs if self.split_domains is not None and a.size > self.split_domains)
+        d = len(attrs) + split + len(self._inherited(schema, fk.child, linked))
         rho_main = rho * (1 - NULL_SHARE) if fk.nullable else rho
+        tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
+        factor = min(tau, self.tau_contrib) / tau if self.tau_contrib is not None else 1.0
         return calibrate(rho_main, d=max(d, 1), delta_cnt=sens.cnt[fk.name],
-                         delta_latent=sens.latent[fk.name], delta_err=sens.score[fk.child],
+                         delta_latent=sens.latent[fk.name] * factor, delta_err=sens.score[fk.child],
                          T=self.T, T_C=self.T_C, n_C=self.n_C, m0_paper=self.m0 == "paper")
 
     # -- fit: Algorithm 3 ----------------------------------------------------------------------
@@ -266,11 +285,28 @@ class PrivLava:
         order = fk_order(schema, linked)
         aug: dict[str, tuple[tuple[str, ...], dict[str, int], np.ndarray]] = {}
 
+        children = {fk.child for fk in order}
+        splits: dict[str, dict[str, int]] = {}
+
         def table_codes(name: str) -> tuple[tuple[str, ...], dict[str, int], np.ndarray]:
             if name not in aug:
                 enc = curator.rows(name, "PrivLava")
-                aug[name] = (tuple(enc.attributes), dict(zip(enc.attributes, enc.sizes)),
-                             enc.codes.copy())
+                attrs, dom, cols = [], {}, []
+                for i, (a, size) in enumerate(zip(enc.attributes, enc.sizes)):
+                    if name in children and self.split_domains is not None and size > self.split_domains:
+                        b = int(math.ceil(math.sqrt(size)))
+                        splits.setdefault(name, {})[a] = b
+                        hi, lo = f"{a}#hi", f"{a}#lo"
+                        attrs += [hi, lo]
+                        dom[hi], dom[lo] = int(math.ceil(size / b)), b
+                        cols += [enc.codes[:, i] // b, enc.codes[:, i] % b]
+                    else:
+                        attrs.append(a)
+                        dom[a] = int(size)
+                        cols.append(enc.codes[:, i])
+                codes = np.stack(cols, axis=1).astype(np.int64) if cols else \
+                    np.zeros((enc.n_rows, 0), dtype=np.int64)
+                aug[name] = (tuple(attrs), dom, codes)
             return aug[name]
 
         models: dict[str, FKModel] = {}
@@ -319,7 +355,7 @@ class PrivLava:
                     curator.foreign_key(fk), budgets[c.name], schema=schema,
                     multipliers=multipliers, progress=rep)
         return FittedPrivLava(schema, order, models, singles, sizes,
-                              {n: (a, d) for n, (a, d, _) in aug.items()}, self, linkers)
+                              {n: (a, d) for n, (a, d, _) in aug.items()}, self, linkers, splits)
 
     def _parent_latent(self, curator: Curator, fk: ForeignKey, model: FKModel, n_parent: int,
                        seed: int) -> np.ndarray:
@@ -397,8 +433,17 @@ class PrivLava:
             parents, group, size = np.unique(pr, return_inverse=True, return_counts=True)
         size = np.minimum(size, tau)
         keys = curator.row_keys(fk.parent, seed ^ 0x2A)[parents]
+        contrib = None
+        if self.tau_contrib is not None and self.tau_contrib < tau:
+            ck = curator.row_keys(fk.child, seed ^ 0x3B)[cr]
+            order2 = np.lexsort((ck, group))
+            grp_sorted = group[order2]
+            start = np.r_[0, np.flatnonzero(np.diff(grp_sorted)) + 1]
+            rank = np.arange(len(order2)) - np.repeat(start, np.diff(np.r_[start, len(order2)]))
+            contrib = np.empty(len(order2), dtype=bool)
+            contrib[order2] = rank < self.tau_contrib
         g = Groups(codes[cr], attrs, dict(dom), group.astype(np.int64), size.astype(np.int64),
-                   parents.astype(np.int64), keys)
+                   parents.astype(np.int64), keys, contrib)
         d = len(attrs)
         latent: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         for a in attrs:
@@ -407,8 +452,9 @@ class PrivLava:
             latent.append(((), (spec.z1, spec.z2)))
         state = EMState(np.full(K, 1.0 / K), np.full((spec.sizes, K), 1.0 / spec.sizes))
         model_dom = {**dom, spec.z1: k, spec.z2: k}
+        tau_c = min(tau, self.tau_contrib) if self.tau_contrib is not None else tau
         scales = NoiseScales(cal.rho_z, cal.rho_size, cal.rho_latent, sens.cnt[fk.name],
-                             sens.latent[fk.name])
+                             sens.cnt[fk.name] * tau_c)  # a group adds ≤ τ_c rows to a latent marginal
         total_its = self.T + self.T_C
 
         def em(iterations: int, done: int) -> None:
@@ -430,7 +476,9 @@ class PrivLava:
                                           f"{fk.name}, iteration {done + j + 1}",
                                           n_children=max(n_noisy - null_noisy, 0.0),
                                           n_groups=float(g.n_groups) if empty and parent_public
-                                          else None)
+                                          else None,
+                                          tau_contrib=self.tau_contrib
+                                          if g.contrib is not None else None)
                 state.p_z, state.p_size = p_z, p_size
                 meas = measurements + [(sa + sz, y, s) for (sa, sz), (y, s) in zip(latent, lat)]
                 state.model = pgm.fit_model(model_dom, meas, n_noisy, warm=state.model,
@@ -490,6 +538,7 @@ class FittedPrivLava:
     columns: dict[str, tuple[tuple[str, ...], dict[str, int]]]
     method: PrivLava
     linkers: dict[str, Any] = field(default_factory=dict)
+    splits: dict[str, dict[str, int]] = field(default_factory=dict)
     totals: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -531,7 +580,10 @@ class FittedPrivLava:
         out = {}
         for name in schema.private_tables:
             t = schema.table(name)
-            cols = rows[name]
+            cols = dict(rows[name])
+            for a, b in self.splits.get(name, {}).items():  # recombine the digit attributes
+                size = t.attribute(a).size
+                cols[a] = np.minimum(cols[f"{a}#hi"] * b + cols[f"{a}#lo"], size - 1)
             n = len(next(iter(cols.values()))) if cols else 0
             codes = np.stack([cols[a] for a in t.attribute_names], axis=1) if t.attribute_names \
                 else np.zeros((n, 0), dtype=np.int64)
@@ -634,11 +686,13 @@ class FittedPrivLava:
 
 
 def _latent_pairs(attrs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """The latent pairs ``(Z₁ᵉ, Z₂ᵉ)`` among ``attrs``: the composite state of a group type is
-    one clique of every model that carries it (the parent's single-relation model, a child's
-    line-1 model), so its joint distribution is kept."""
-    return tuple((a, a.replace("__Z1[", "__Z2[", 1)) for a in attrs
-                 if a.startswith("__Z1[") and a.replace("__Z1[", "__Z2[", 1) in attrs)
+    """Attribute pairs every model that carries them keeps as a clique: the latent pairs
+    ``(Z₁ᵉ, Z₂ᵉ)`` (the composite state of a group type; the parent's single-relation model, a
+    child's line-1 model) and the two digits of a split attribute."""
+    lat = tuple((a, a.replace("__Z1[", "__Z2[", 1)) for a in attrs
+                if a.startswith("__Z1[") and a.replace("__Z1[", "__Z2[", 1) in attrs)
+    dig = tuple((a, a[:-3] + "#lo") for a in attrs if a.endswith("#hi") and a[:-3] + "#lo" in attrs)
+    return lat + dig
 
 
 def _reconcile(s: np.ndarray, target: int, z: np.ndarray, p_size: np.ndarray, s_min: int, tau: int,
