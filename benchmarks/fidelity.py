@@ -290,7 +290,7 @@ def _plan(db, mechanism: str, method: str, epsilon: float, delta: float, quick: 
 
 
 CAP_SHARE = 0.05
-"""Share of the run's ρ spent on DP caps (0.99-quantile, candidates 1…64) for a method that needs
+"""Share of the run's ρ spent on DP caps (0.99-quantile, candidates 1…32) for a method that needs
 a cap on every private FK (PrivLava) where the dataset declares none (FKs to public parents)."""
 
 

@@ -45,8 +45,14 @@ from relviz.privacy.budget import Budget
 from relviz.privacy.measure import Curator, PrivateForeignKey, PrivateLink
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
-from relviz.relational.registry import (DATABASE_METHODS, LINKERS, RELATIONS, register,
-                                        register_database, register_relation)
+from relviz.relational.registry import (
+    DATABASE_METHODS,
+    LINKERS,
+    RELATIONS,
+    register,
+    register_database,
+    register_relation,
+)
 from relviz.schema import ForeignKey, Schema
 
 __all__ = ["Linker", "FittedLink", "RelationMethod", "FittedRelation", "get", "get_class",
@@ -174,9 +180,12 @@ class DatabaseMethod(Protocol):
 
 
 def _load() -> None:
-    from relviz.relational import degree  # noqa: F401  (registration side effect)
+    from relviz.relational import (  # noqa: F401
+        degree,  # noqa: F401  (registration side effect)
+        denorm,
+        privlava,
+    )
     from relviz.relational.biadjacency import linker  # noqa: F401
-    from relviz.relational import denorm, privlava  # noqa: F401
 
 
 def get_class(name: str) -> type:

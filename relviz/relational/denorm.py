@@ -64,7 +64,7 @@ each unit's single neighbour relation (relviz.privacy.sensitivity):
   keeps its own attributes and its parent, whose attributes do not change either, so ``J_e``
   loses at most ``r(C)`` rows and nothing else changes: histogram and score multipliers ``r(C)``
   (no √2: rows are removed, not moved). Census: ``r(persons) = τ · r(households) = τ``
-  (the spec's "tuple sensitivity τ"); TPC-H: ``r(lineitem) = 7``. In a supported schema ``C`` has
+  (the paper's "tuple sensitivity τ", PrivLava §7.1); TPC-H: ``r(lineitem) = 7``. In a supported schema ``C`` has
   no private child, so ``m(C) = 0`` and this equals ``Multipliers.table_histogram(C)`` and
   ``table_score(C)``, which the code uses (an upper bound in any case).
 * *row unit* — one row of one private table changes its values and all its relationships (sizes
@@ -379,7 +379,7 @@ class Denorm:
         try:
             h = to_fraction(self.histogram_share)
         except (ValueError, TypeError, ZeroDivisionError):
-            raise ParameterError("histogram_share", "histogram_share must be a number in (0, 1)")
+            raise ParameterError("histogram_share", "histogram_share must be a number in (0, 1)") from None
         if not 0 < h < 1:
             raise ParameterError("histogram_share", "histogram_share must be in (0, 1)")
         object.__setattr__(self, "histogram_share", h)

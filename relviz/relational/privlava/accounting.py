@@ -37,7 +37,7 @@ __all__ = ["Sensitivities", "sensitivities", "fk_order", "Calibration", "calibra
 LAMBDA = 20.0
 """λ of λ-usefulness (§4.3 Eq. 5)."""
 K_MAX = 25
-"""Largest latent domain ``k`` (``K = k² ≤ 625``; spec resolution A12)."""
+"""Largest latent domain ``k`` (``K = k² ≤ 625``; docs/methods/privlava.md §2)."""
 MEAN_ABS = math.sqrt(2.0 / math.pi)
 
 
@@ -74,7 +74,7 @@ def unit_problems(schema: Schema) -> list[Problem]:
 
 
 def fk_order(schema: Schema, linked: frozenset[str] | set[str] = frozenset()) -> list[ForeignKey]:
-    """Private FKs in PrivLava's ascending order ``<`` (§9.1): every FK of a child before the FKs
+    """Private FKs in PrivLava's ascending order ``<`` (PrivLava §5): every FK of a child before the FKs
     of its parents; within one child, FKs to public parents first and to private parents last,
     then by name. Synthesis runs in the reverse order. FKs in ``linked`` (to public parents,
     linked by a per-FK linker in relviz's mixed mode) are left out."""
@@ -99,7 +99,7 @@ def _cap(schema: Schema, fk: ForeignKey) -> int:
 
 def sensitivities(schema: Schema, mult: Multipliers, linked: frozenset[str] | set[str] = frozenset()
                   ) -> Sensitivities:
-    """The §10.4 sensitivities of every PrivLava query on ``schema`` (public); FKs in ``linked``
+    """The docs/methods/privlava.md §4 sensitivities of every PrivLava query on ``schema`` (public); FKs in ``linked``
     carry no latent columns (mixed mode).
 
     Raises:
@@ -147,13 +147,13 @@ def sensitivities(schema: Schema, mult: Multipliers, linked: frozenset[str] | se
 
 
 def n_inc(d: int) -> int:
-    """Latent marginals added per selection round: ``max(1, round(d/4))`` (§14 A11)."""
+    """Latent marginals added per selection round: ``max(1, round(d/4))`` (docs/methods/privlava.md §2)."""
     return max(1, int(round(d / 4)))
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """ρ and σ of every release of one Algorithm 2 run (§10.5, in zCDP: consumption = 2ρ).
+    """ρ and σ of every release of one Algorithm 2 run (PrivLava §6; docs/methods/privlava.md §4; in zCDP: consumption = 2ρ).
 
     Attributes:
         rho_obs: ρ of line 1 (the single-relation run on the child).
@@ -186,7 +186,7 @@ def calibrate(rho: Fraction, *, d: int, delta_cnt: float, delta_latent: float, d
               T: int = 6, T_C: int = 2, n_C: int = 400,  # noqa: N803 - the paper's symbols
               split: tuple[Fraction, Fraction, Fraction] = (Fraction(1, 5), Fraction(3, 4), Fraction(1, 20)),
               em_split: tuple[int, int, int] = (20, 4, 1), m0_paper: bool = False) -> Calibration:
-    """Split ``rho`` of one FK's Algorithm 2 run and derive every σ (§10.5 closed forms).
+    """Split ``rho`` of one FK's Algorithm 2 run and derive every σ (docs/methods/privlava.md §4).
 
     ``split`` = (line 1, all Algorithm 1 calls, ``err~`` scores); ``em_split`` = latent marginals :
     ``cnt(s, z)`` : ``cnt(z)`` over the run's ``N_it = T + T_C`` iterations. ``m_0 = 2d + 1``

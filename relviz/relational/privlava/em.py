@@ -13,12 +13,12 @@ derivation of App. A; documented in docs/methods/privlava.md. One EM iteration:
 * **M-step** (M1–M3), streamed over the same chunks: ``cnt(z) = Σ_G w_G(z)``,
   ``cnt(s, z) = Σ_G w_G(z)[|G| = s]`` and every latent marginal ``H_{S_A}ᵀ w`` (summed over the
   latent axis not in the marginal), each released with the Gaussian mechanism through the run's
-  budget; ``w = q`` (soft, default) or one-hot ``argmax q`` (hard), §4.4. M4 (the θ fit) is done
+  budget; ``w = q`` (soft, default) or one-hot ``argmax q`` (hard), docs/methods/privlava.md §2. M4 (the θ fit) is done
   by the caller with :func:`relviz.relational.privlava.pgm.fit_model`.
 
 The first E-step of a run breaks the symmetry of ``θ = 0`` with data-independent randomness keyed
 per group (a keyed hash of the parent's primary key), so a group's draw does not depend on which
-other groups exist (§4.6).
+other groups exist (PrivLava §4.3, Alg. 2 line 6; docs/methods/privlava.md §2).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def keyed_uniforms(keys: np.ndarray, n: int, salt: int) -> np.ndarray:
 
 @dataclass
 class Groups:
-    """The child relation grouped by its parent along one FK (§3.3).
+    """The child relation grouped by its parent along one FK (PrivLava §4.1).
 
     Attributes:
         codes: ``(n, d)`` int64 child codes (own attributes and inherited latent columns).
@@ -73,10 +73,10 @@ class Groups:
         group: ``(n,)`` int64 group of each child row (0…N−1).
         size: ``(N,)`` int64 group sizes.
         parent: ``(N,)`` int64 parent row of each group.
-        keys: ``(N,)`` uint64 keyed hash of each group's parent key (for the §4.6 draws).
+        keys: ``(N,)`` uint64 keyed hash of each group's parent key (for the first E-step's draws).
         contrib: ``(n,)`` bool or None: the rows that count in the latent marginals (at most
             ``τ_contrib`` per group, chosen by a keyed hash of the child's key; the authors'
-            ``tau_contrib`` of the PrivLava code, spec Appendix C); None: every row.
+            ``tau_contrib`` of the PrivLava code, docs/methods/privlava.md §5); None: every row.
     """
 
     codes: np.ndarray
@@ -139,7 +139,7 @@ class LatentSpec:
     Attributes:
         z1, z2: Names of the latent attributes; ``k``: their domain size (``K = k²`` states).
         s_min, tau: The group-size domain ``𝒮 = {s_min, …, τ}`` (``s_min`` = 0 when childless
-            parents are groups of size 0, §3.4).
+            parents are groups of size 0, PrivLava §5.3; docs/methods/privlava.md §1).
     """
 
     z1: str
@@ -196,7 +196,7 @@ def _posteriors(groups: Groups, state: EMState, spec: LatentSpec, blocks, log_pz
                 rows: slice, salt: int) -> np.ndarray:
     """``q_G`` for the groups in ``rows`` (``(b, K)`` float32)."""
     size = groups.size[rows]
-    if state.first:  # §4.6: break the θ = 0 symmetry with keyed Dirichlet(1) draws
+    if state.first:  # PrivLava Alg. 2 line 6: break the θ = 0 symmetry with keyed Dirichlet(1) draws
         e = -np.log(keyed_uniforms(groups.keys[rows], spec.K, salt))
         return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
     score = np.zeros((len(size), spec.K), dtype=np.float32)
@@ -223,7 +223,7 @@ def e_step(groups: Groups, state: EMState, spec: LatentSpec, potentials, log_pz_
         potentials: ``[(attributes, θ_C)]`` of the current tuple model (ignored on the first call).
         log_pz_tuple: ``(K,)`` ``log p_θ(z)``, the tuple-level latent marginal (E1).
         latent: ``[(S_A, S_Z)]`` of every latent marginal to count (M3).
-        hard: Count with one-hot ``argmax q`` instead of ``q`` (§4.4).
+        hard: Count with one-hot ``argmax q`` instead of ``q`` (docs/methods/privlava.md §2).
         salt: Key of the first-iteration draws.
 
     Returns:
@@ -259,7 +259,7 @@ def e_step(groups: Groups, state: EMState, spec: LatentSpec, potentials, log_pz_
             else:
                 lat_counts[i][0] += size @ w64
     out = []
-    for (sa, sz), c in zip(latent, lat_counts):
+    for (_, sz), c in zip(latent, lat_counts):
         c3 = c.reshape(-1, k, k)
         if sz == (spec.z1,):
             c3 = c3.sum(axis=2)
@@ -271,7 +271,7 @@ def e_step(groups: Groups, state: EMState, spec: LatentSpec, potentials, log_pz_
 
 @dataclass(frozen=True)
 class NoiseScales:
-    """ρ per release of Algorithm 1 and their sensitivities (§10.5, §10.4)."""
+    """ρ per release of Algorithm 1 and their sensitivities (docs/methods/privlava.md §4)."""
 
     rho_z: Fraction
     rho_size: Fraction

@@ -4,31 +4,31 @@ Cai, Xiao & Cormode, "PrivLava: Synthesizing Relational Data with Foreign Keys u
 Privacy", SIGMOD 2023 (documented in docs/methods/privlava.md):
 
 * **Algorithm 2** per private FK ``e = C → P`` (§4.3): line 1 is a single-relation run on the child
-  (relviz's MST on ``mbi``, which §7.3 allows in place of PrivMRF; it keeps its noisy marginals for
+  (relviz's MST on ``mbi``, which PrivLava Cor. 6.5 allows in place of PrivMRF; it keeps its noisy marginals for
   the tuple model); the latent domain ``k`` (§4.7) from the noisy total; the ``2d + 1`` initial
   latent marginals; Algorithm 1 (``T = 6``); then ``T_C = 2`` rounds that score ``n_C = 400``
   sampled λ-useful candidates by the noisy L1 error ``err~`` of their observed part and add the
   ``n_inc = d/4`` worst, each followed by one warm-started EM iteration.
-* **Algorithm 3** (§5, §9.2): FKs in the order ``<`` (children first), each parent augmented with
+* **Algorithm 3** (PrivLava §5, Alg. 3): FKs in the order ``<`` (children first), each parent augmented with
   its FK's latent pair ``z_G`` (childless parents draw ``z ~ p_Z``, keyed by their key), then a
   single-relation model on every augmented table that has no private FK (private roots and public
   parents).
-* **Algorithm 4** (§8, §9.3–9.5): roots sampled (public parents keep their rows and draw their
-  latent columns from the exact posterior of the augmented model, §9.4), FKs in descending order;
+* **Algorithm 4** (PrivLava §4.5, §5, Alg. 4): roots sampled (public parents keep their rows and draw their
+  latent columns from the exact posterior of the augmented model, PrivLava §5.3), FKs in descending order;
   a child not generated yet is drawn as groups (``s ~ p_size(·|z)``, reconciled with the child's
-  noisy total ``ñ`` as in §9.5 step 1 — relviz's, so that a child table keeps its released size —
+  noisy total ``ñ`` as in PrivLava Alg. 4 lines 9–14 step 1 — relviz's, so that a child table keeps its released size —
   then ``s`` tuples from ``p_θ(·|z)``); a child that exists already is matched to its other parents by
-  generate-then-match (§9.5: sizes reconciled with the child count, templates drawn from
+  generate-then-match (PrivLava Alg. 4 lines 9–14: sizes reconciled with the child count, templates drawn from
   ``p_θ(·|z)``, existing tuples matched to templates on the longest agreeing attribute prefix).
 
-Candidate latent marginals (§5.3) have an observed part of one attribute, or of two attributes
+Candidate latent marginals (PrivLava §4.3, Eq. 5) have an observed part of one attribute, or of two attributes
 that share a junction-tree clique of the current tuple model (the authors' code restricts
 candidates the same way); this keeps every ``err~`` estimate ``ñ·μ_θ(S_A)`` an exact clique
 marginal and the model's treewidth unchanged.
 
 relviz additions, public and documented: a nullable FK releases the number of null children
 (Gaussian, from the FK's budget) and draws that many children from the tuple model marginalised
-over ``z``; every release goes through the run's accountant with the §10.4 sensitivities of
+over ``z``; every release goes through the run's accountant with the docs/methods/privlava.md §4 sensitivities of
 :mod:`relviz.relational.privlava.accounting`.
 """
 
@@ -48,14 +48,31 @@ import numpy as np
 from relviz.encoding import EncodedTable
 from relviz.errors import ParameterError, Problem
 from relviz.privacy.budget import Budget
-from relviz.privacy.measure import Curator, PrivateTable, ReadLog
+from relviz.privacy.measure import Curator, PrivateTable
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
 from relviz.relational.privlava import pgm
 from relviz.relational.privlava.accounting import (
-    MEAN_ABS, Calibration, calibrate, fk_order, latent_k, n_inc, sensitivities, unit_problems)
+    MEAN_ABS,
+    Calibration,
+    calibrate,
+    fk_order,
+    latent_k,
+    n_inc,
+    sensitivities,
+    unit_problems,
+)
 from relviz.relational.privlava.em import (
-    EMState, Groups, LatentSpec, NoiseScales, Z1, Z2, e_step, keyed_uniforms, m_step)
+    Z1,
+    Z2,
+    EMState,
+    Groups,
+    LatentSpec,
+    NoiseScales,
+    e_step,
+    keyed_uniforms,
+    m_step,
+)
 from relviz.relational.registry import LINKERS, register_database
 from relviz.schema import ForeignKey, Schema
 
@@ -84,7 +101,7 @@ class FKModel:
 
 
 def _roots(schema: Schema, linked: frozenset[str] | set[str] = frozenset()) -> list[str]:
-    """Tables that get a single-relation model (§6.2): referenced by a modelled FK (or private)
+    """Tables that get a single-relation model (PrivLava §4.4): referenced by a modelled FK (or private)
     and with no modelled FK of their own (``linked`` FKs are left to a linker)."""
     modelled = [fk for fk in schema.private_foreign_keys if fk.name not in linked]
     with_fk = {fk.child for fk in modelled}
@@ -115,11 +132,11 @@ class PrivLava:
         tau_contrib: Count at most this many children per group in the latent marginals
             (chosen by a keyed hash of the child's key), so their sensitivity is
             ``τ_contrib·Δ_g`` instead of ``τ·Δ_g``; group sizes still go up to τ. None: τ. (The
-            authors' code does this with 6 on census; spec Appendix C.)
+            authors' code does this with 6 on census; docs/methods/privlava.md §5.)
         split_domains: Child attributes with more codes than this are modelled as two "digit"
             attributes (``code = hi·b + lo``, ``b = ⌈√size⌉``, recombined after sampling and
             clamped): a smaller ``|A_max|`` lets a larger latent domain ``k`` be λ-useful (§4.7;
-            spec §1.5). None: no split.
+            docs/methods/privlava.md §5). None: no split.
     """
 
     name: ClassVar[str] = "privlava"
@@ -160,7 +177,7 @@ class PrivLava:
     def default_components(self, schema: Schema, *, mechanism: str = "mst", public: str = "privlava"
                            ) -> list[tuple[str, str, str, Fraction]]:
         """One component per private FK (its Algorithm 2 run) and per single-relation model,
-        equal shares (§10.5 default). ``public="degree"`` (or another linker) links the FKs to
+        equal shares (PrivLava §6; docs/methods/privlava.md §4). ``public="degree"`` (or another linker) links the FKs to
         public parents with that linker instead (relviz's mixed mode)."""
         linked = {fk.name for fk in schema.private_foreign_keys
                   if public != self.name and schema.table(fk.parent).public}
@@ -224,7 +241,7 @@ class PrivLava:
     def noise_scales(self, schema: Schema, component: Any, rho: Fraction | float, *,
                      multipliers: Multipliers, components: tuple[Any, ...] = ()) -> dict[str, float]:
         """σ per release of one component (public): for an FK, Algorithm 1's ``σ_z``,
-        ``σ_size``, ``σ_ℓ`` and ``err~``'s ``σ_err`` (§10.5); for a table, MST's σ's with the
+        ``σ_size``, ``σ_ℓ`` and ``err~``'s ``σ_err`` (docs/methods/privlava.md §4); for a table, MST's σ's with the
         augmented table's sensitivities."""
         rho = Fraction(rho)
         if component.kind == "edge" and component.method != self.name:  # a linker (mixed mode)
@@ -316,7 +333,7 @@ class PrivLava:
             model = self._algorithm2(curator, fk, attrs, dom, codes, budgets[fk.name], schema,
                                      sens, multipliers, rep, seed, linked)
             models[fk.name] = model
-            # §6.1: augment the parent with z_G (childless parents draw z ~ p_Z, keyed)
+            # PrivLava §4.4: augment the parent with z_G (childless parents draw z ~ p_Z, keyed)
             p_attrs, p_dom, p_codes = table_codes(fk.parent)
             z = self._parent_latent(curator, fk, model, p_codes.shape[0], seed)
             k = model.spec.k
@@ -421,7 +438,7 @@ class PrivLava:
         measurements = [(a, y, s) for a, y, s in getattr(obs, "measurements", ())]
         if not measurements:  # ≤ 1 attribute: MST fell back to the 1-way marginal
             measurements = []
-        # groups (§3.3)
+        # groups (PrivLava §4.1)
         spec = LatentSpec(Z1(fk.name), Z2(fk.name), k, 0 if empty else 1, tau)
         order = np.argsort(parent_rows, kind="stable")
         cr, pr = child_rows[order], parent_rows[order]
@@ -555,7 +572,7 @@ class FittedPrivLava:
             rep = progress(name)
             attrs, _ = self.columns.get(name, (tuple(schema.table(name).attribute_names), {}))
             if schema.table(name).public:
-                rep(0.0, f"latent columns of public {name} (§9.4)")
+                rep(0.0, f"latent columns of public {name} (PrivLava §5.3)")
                 rows[name] = self._public_latent(name, public[name], model, attrs, rng)
             else:
                 n = max(1, int(round(self.sizes[name] * scale)))
@@ -571,10 +588,10 @@ class FittedPrivLava:
             n_par = len(next(iter(parents.values())))
             z = parents[m.spec.z1] * m.spec.k + parents[m.spec.z2]
             if fk.child not in rows:
-                rep(0.0, f"groups of {fk.child} per {fk.parent} (§8)")
+                rep(0.0, f"groups of {fk.child} per {fk.parent} (PrivLava §4.5)")
                 rows[fk.child], links[fk.name] = self._groups(m, z, scale, rng)
             else:
-                rep(0.0, f"matching {fk.child} to {fk.parent} (§9.5)")
+                rep(0.0, f"matching {fk.child} to {fk.parent} (PrivLava Alg. 4 lines 9–14)")
                 links[fk.name] = self._match(m, z, rows[fk.child], rng)
             rep(1.0, f"{len(links[fk.name]):,} {fk.child} rows linked to {n_par:,} parents")
         out = {}
@@ -601,7 +618,7 @@ class FittedPrivLava:
 
     def _public_latent(self, name: str, enc: EncodedTable, model, attrs, rng) -> dict[str, np.ndarray]:  # noqa: ANN001
         """Real rows of a public parent with latent columns drawn from the exact posterior
-        ``p(Z | public attributes)`` of its augmented model (§9.4)."""
+        ``p(Z | public attributes)`` of its augmented model (PrivLava §5.3)."""
         mrf = model.model
         latent = [a for a in attrs if a.startswith("__Z")]
         cols = {a: enc.column(a) for a in enc.attributes}
@@ -635,7 +652,7 @@ class FittedPrivLava:
 
     def _groups(self, m: FKModel, z: np.ndarray, scale: float, rng: np.random.Generator
                 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """§8: ``s ~ p_size(·|z)`` per parent, then ``s`` tuples from ``p_θ(·|z)``; plus the
+        """PrivLava §4.5: ``s ~ p_size(·|z)`` per parent, then ``s`` tuples from ``p_θ(·|z)``; plus the
         null children drawn from ``p_θ`` marginalised over ``z``."""
         s = pgm.sample_categorical(m.state.p_size.T, z, rng) + m.spec.s_min
         target = int(round(max(m.n_noisy - m.null_noisy, 0.0) * scale))
@@ -660,7 +677,7 @@ class FittedPrivLava:
 
     def _match(self, m: FKModel, z: np.ndarray, existing: dict[str, np.ndarray],
                rng: np.random.Generator) -> np.ndarray:
-        """§9.5 generate-then-match: reconcile sizes with the child count, draw templates from
+        """PrivLava Alg. 4 lines 9–14 generate-then-match: reconcile sizes with the child count, draw templates from
         ``p_θ(·|z)``, give every existing tuple the parent of a template that agrees with it on the
         longest attribute prefix."""
         n = len(next(iter(existing.values())))
@@ -697,7 +714,7 @@ def _latent_pairs(attrs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
 
 def _reconcile(s: np.ndarray, target: int, z: np.ndarray, p_size: np.ndarray, s_min: int, tau: int,
                rng: np.random.Generator) -> np.ndarray:
-    """Adjust group sizes to sum to ``target`` (§9.5 step 1): repeatedly move single parents one
+    """Adjust group sizes to sum to ``target`` (PrivLava Alg. 4 lines 9–14 step 1): repeatedly move single parents one
     step up or down, chosen with probability ∝ ``p_size(s ± 1 | z)``."""
     s = s.copy()
     for _ in range(1000):

@@ -8,9 +8,9 @@ marginals are treated like observed ones once their noisy counts exist. ``mbi`` 
 offer and PrivLava needs, which is why it is relviz's own code:
 
 * :func:`clique_potentials` — the fitted log-potentials ``θ_C`` as numpy arrays in a fixed axis
-  order, for the E-step scoring (§4.2 E2) and the latent posteriors of public tuples (§9.4);
+  order, for the E-step scoring (PrivLava §4.2, the E-step) and the latent posteriors of public tuples (PrivLava §5.3);
 * :func:`conditional_sample` — exact forward sampling from ``p_θ(· | evidence)`` with the
-  evidence at the root of the junction tree (§8, "junction tree representation"): every
+  evidence at the root of the junction tree (PrivLava §4.5, "junction tree representation"): every
   junction-tree clique is visited breadth-first from a clique holding the evidence, and each new
   attribute is drawn from its conditional given the attributes already drawn in that clique;
 * :func:`sample_categorical` — vectorised inverse-CDF draws, one distribution per row.
@@ -40,12 +40,12 @@ def mbi():  # noqa: ANN201
 
 def fit_model(domain: Mapping[str, int], measurements: Sequence[tuple[tuple[str, ...], np.ndarray, float]],
               total: float, *, warm=None, iters: int = 500, callback=None):  # noqa: ANN001, ANN201
-    """Mirror descent on the PGM loss ``Σ_M ‖ñ·μ_θ(S_M) − ŷ_M‖² / σ_M²`` (PrivLava §4.5).
+    """Mirror descent on the PGM loss ``Σ_M ‖ñ·μ_θ(S_M) − ŷ_M‖² / σ_M²`` (PrivLava §4.2 and App. A; docs/methods/privlava.md §2).
 
     Args:
         domain: ``{attribute: size}`` in model order (latent attributes included).
         measurements: ``(attributes, noisy counts (flat, C order over those attributes), σ)``.
-        total: The noisy total ``ñ`` (never the true count, §14 A23).
+        total: The noisy total ``ñ`` (never the true count, docs/methods/privlava.md §2).
         warm: A previous model (its potentials are expanded to new cliques, new cells start at 0).
         iters: Mirror-descent iterations.
 
@@ -203,7 +203,7 @@ def sample_categorical(probs: np.ndarray, rows: np.ndarray, rng: np.random.Gener
 
 def conditional_sample(model, evidence: Mapping[str, np.ndarray], rng: np.random.Generator,
                        attrs: Sequence[str] | None = None) -> dict[str, np.ndarray]:  # noqa: ANN001
-    """Draw the other attributes of ``n`` rows from ``p_θ(· | evidence)`` (PrivLava §8).
+    """Draw the other attributes of ``n`` rows from ``p_θ(· | evidence)`` (PrivLava §4.5).
 
     Args:
         model: A fitted ``mbi.MarkovRandomField``.
