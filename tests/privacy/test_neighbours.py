@@ -310,8 +310,7 @@ def test_ledger_reveals_no_private_count() -> None:
 # Database methods (issue 11): every release of Denorm / PrivLava within its declared Δ
 # ------------------------------------------------------------------------------------------------
 
-from tests.privacy.neighbours import (database_methods, household_person_schema,  # noqa: E402
-                                      make_database_plan)
+from tests.privacy.neighbours import database_methods, household_person_schema, make_database_plan  # noqa: E402
 
 DATABASE_CASES = [
     Case("household-person-entity", household_person_schema(),

@@ -16,8 +16,7 @@ from relviz.privacy.sensitivity import multipliers
 from relviz.progress import CancelToken, Reporter, silent
 from relviz.relational import available_databases, get_database
 from relviz.relational.degree import DegreeLink
-from relviz.relational.denorm import (FittedDenorm, Join, _FittedJoin, joined_multipliers,
-                                      joined_table, joins)
+from relviz.relational.denorm import FittedDenorm, Join, _FittedJoin, joined_multipliers, joined_table, joins
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 from relviz.synthesizer import RelationalSynthesizer
 from tests.conftest import tiny_frames, tiny_schema

@@ -21,8 +21,7 @@ from relviz.datasets import load
 from relviz.errors import PlanError
 from relviz.privacy.sensitivity import multipliers
 from relviz.relational.privlava import pgm
-from relviz.relational.privlava.accounting import (calibrate, fk_order, latent_k, n_inc,
-                                                    sensitivities)
+from relviz.relational.privlava.accounting import calibrate, fk_order, latent_k, n_inc, sensitivities
 from relviz.relational.privlava.em import EMState, Groups, LatentSpec, e_step
 from relviz.relational.privlava.method import _prefix_match
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
