@@ -28,6 +28,7 @@ __all__ = [
     "NotFittedError",
     "BudgetError",
     "CancelledError",
+    "error_reason",
 ]
 
 MAX_EXAMPLES = 5
@@ -160,3 +161,14 @@ class BudgetError(RelvizError):
 
 class CancelledError(RelvizError):
     """A run was cancelled by the user; the session and the ledger stay valid."""
+
+
+def error_reason(e: BaseException) -> str:
+    """One line for a note or a refusal: a relviz error's problems, a KeyError's key, else the
+    message."""
+    problems = getattr(e, "problems", None)
+    if problems:
+        return "; ".join(p.message for p in problems)
+    if isinstance(e, KeyError) and e.args:
+        return str(e.args[0])
+    return str(e)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import networkx as nx
 
-from relviz.errors import PlanError, Problem, SchemaError
+from relviz.errors import PlanError, Problem, SchemaError, error_reason
 from relviz.privacy.accountant import epsilon_from_rho, rho_from_epsilon_delta
 from relviz.privacy.budget import to_fraction
 from relviz.privacy.measure import CURATOR_VIEW
@@ -793,11 +793,4 @@ def _preview_size(c: Component, schema: Schema, counts: Mapping[str, int],
                + (tail if from_data(fk.parent) else ""))
 
 
-def _reason(e: BaseException) -> str:
-    """One line for a note: a relviz error's problems, a KeyError's key, else the message."""
-    problems = getattr(e, "problems", None)
-    if problems:
-        return "; ".join(p.message for p in problems)
-    if isinstance(e, KeyError) and e.args:
-        return str(e.args[0])
-    return str(e)
+_reason = error_reason

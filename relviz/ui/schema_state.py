@@ -42,6 +42,7 @@ import pandas as pd
 
 from relviz.database import Database
 from relviz.errors import Problem, RelvizError, SchemaError
+from relviz.errors import error_reason as _error_reason
 from relviz.privacy.measure import CURATOR_VIEW
 from relviz.schema import Attribute, FKProposal, ForeignKey, PrivacyUnit, Schema, propose_foreign_keys
 
@@ -705,10 +706,4 @@ class SchemaDraft(EditHistory):
                 "has_unit": unit is not None, "has_data": self.has_data}
 
 
-def error_reason(e: BaseException) -> str:
-    """One line for a refusal: a relviz error's problems, a KeyError's key, else the message."""
-    if isinstance(e, RelvizError) and hasattr(e, "problems"):
-        return "; ".join(p.message for p in e.problems)  # type: ignore[attr-defined]
-    if isinstance(e, KeyError) and e.args:
-        return str(e.args[0])
-    return str(e)
+error_reason = _error_reason  # one rule for every refusal (relviz.errors.error_reason)

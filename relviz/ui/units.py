@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from relviz.database import Database
+from relviz.errors import error_reason
 from relviz.privacy.measure import CURATOR_VIEW
 from relviz.schema import PrivacyUnit, Schema
 
@@ -254,15 +255,7 @@ def with_unit(schema: Schema, kind: str, entity: str | None = None) -> Schema:
     return schema.with_privacy_unit(replace(base, entity=None, neighbour=kind))
 
 
-def _reason_text(e: BaseException) -> str:
-    """One line: a relviz error's problems, a KeyError's key, else the message (the same rule as
-    ``relviz.ui.schema_state.error_reason``, which imports this module)."""
-    problems = getattr(e, "problems", None)
-    if problems:
-        return "; ".join(p.message for p in problems)
-    if isinstance(e, KeyError) and e.args:
-        return str(e.args[0])
-    return str(e)
+_reason_text = error_reason
 
 
 def _unit_reasons(schema: Schema) -> list[str]:
