@@ -23,6 +23,7 @@ other groups exist (PrivLava §4.3, Alg. 2 line 6; docs/methods/privlava.md §2)
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -192,14 +193,40 @@ def _theta_blocks(potentials, spec: LatentSpec) -> list[tuple[tuple[str, ...], n
     return out
 
 
+def _torch_scores(groups: Groups, blocks, rows: slice, size: np.ndarray, K: int, device) -> np.ndarray:  # noqa: ANN001, N803
+    """``Σ_C H_C Θ_C`` for the groups in ``rows`` with torch on ``device`` (sparse CSR × dense)."""
+    import torch
+
+    out = torch.zeros((len(size), K), dtype=torch.float32, device=device)
+    for obs, theta in blocks:
+        th = torch.as_tensor(theta, device=device)
+        if obs:
+            h = groups.histograms(obs)[rows]
+            with warnings.catch_warnings():  # torch calls its CSR support "beta"
+                warnings.simplefilter("ignore", UserWarning)
+                ht = torch.sparse_csr_tensor(torch.as_tensor(h.indptr, dtype=torch.int64),
+                                             torch.as_tensor(h.indices, dtype=torch.int64),
+                                             torch.as_tensor(h.data, dtype=torch.float32),
+                                             size=h.shape, device=device)
+            out += ht @ th
+        else:
+            out += torch.as_tensor(size, dtype=torch.float32, device=device)[:, None] * th[0][None, :]
+    return out.cpu().numpy()
+
+
 def _posteriors(groups: Groups, state: EMState, spec: LatentSpec, blocks, log_pz_tuple: np.ndarray,  # noqa: ANN001
-                rows: slice, salt: int) -> np.ndarray:
-    """``q_G`` for the groups in ``rows`` (``(b, K)`` float32)."""
+                rows: slice, salt: int, device=None) -> np.ndarray:  # noqa: ANN001
+    """``q_G`` for the groups in ``rows`` (``(b, K)`` float32); the scoring runs with torch on
+    ``device`` when one is given, else with scipy.sparse."""
     size = groups.size[rows]
     if state.first:  # PrivLava Alg. 2 line 6: break the θ = 0 symmetry with keyed Dirichlet(1) draws
         e = -np.log(keyed_uniforms(groups.keys[rows], spec.K, salt))
         return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
-    score = np.zeros((len(size), spec.K), dtype=np.float32)
+    if device is not None:
+        score = _torch_scores(groups, blocks, rows, size, spec.K, device)
+        blocks = []
+    else:
+        score = np.zeros((len(size), spec.K), dtype=np.float32)
     for obs, theta in blocks:
         if obs:
             score += groups.histograms(obs)[rows] @ theta
@@ -215,8 +242,8 @@ def _posteriors(groups: Groups, state: EMState, spec: LatentSpec, blocks, log_pz
 
 
 def e_step(groups: Groups, state: EMState, spec: LatentSpec, potentials, log_pz_tuple: np.ndarray,  # noqa: ANN001
-           latent: list[tuple[tuple[str, ...], tuple[str, ...]]], *, hard: bool, salt: int
-           ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]:
+           latent: list[tuple[tuple[str, ...], tuple[str, ...]]], *, hard: bool, salt: int,
+           device=None) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]:  # noqa: ANN001
     """E-step and the exact (pre-noise) M-step statistics, streamed over chunks of groups.
 
     Args:
@@ -225,6 +252,8 @@ def e_step(groups: Groups, state: EMState, spec: LatentSpec, potentials, log_pz_
         latent: ``[(S_A, S_Z)]`` of every latent marginal to count (M3).
         hard: Count with one-hot ``argmax q`` instead of ``q`` (docs/methods/privlava.md §2).
         salt: Key of the first-iteration draws.
+        device: A ``torch.device`` for the scoring (CUDA when present under ``device="auto"``);
+            None: scipy.sparse on the CPU.
 
     Returns:
         ``(cnt(z) (K,), cnt(s, z) (|𝒮|, K), [latent marginal counts, flat C order over
@@ -241,7 +270,7 @@ def e_step(groups: Groups, state: EMState, spec: LatentSpec, potentials, log_pz_
     csize = groups.contrib_size
     for start in range(0, groups.n_groups, CHUNK):
         rows = slice(start, min(start + CHUNK, groups.n_groups))
-        q = _posteriors(groups, state, spec, blocks, log_pz_tuple, rows, salt)
+        q = _posteriors(groups, state, spec, blocks, log_pz_tuple, rows, salt, device)
         z = q.argmax(axis=1)
         z_hard[rows] = z
         w = np.zeros_like(q)

@@ -137,6 +137,9 @@ class PrivLava:
             attributes (``code = hi·b + lo``, ``b = ⌈√size⌉``, recombined after sampling and
             clamped): a smaller ``|A_max|`` lets a larger latent domain ``k`` be λ-useful (§4.7;
             docs/methods/privlava.md §5). None: no split.
+        device: Where the E-step scoring runs: ``"auto"`` (torch on CUDA when present, else
+            scipy.sparse on the CPU, which is faster there), ``"cpu"``/``"cuda"`` (torch there), or
+            ``"scipy"``.
     """
 
     name: ClassVar[str] = "privlava"
@@ -156,6 +159,7 @@ class PrivLava:
     m0: str = "relviz"
     tau_contrib: int | None = None
     split_domains: int | None = 20
+    device: str = "auto"
 
     def __post_init__(self) -> None:
         if self.assignment not in ("soft", "hard"):
@@ -167,6 +171,8 @@ class PrivLava:
             raise ParameterError("lam", "λ must be positive")
         if self.m0 not in ("relviz", "paper"):
             raise ParameterError("m0", "m0 must be 'relviz' or 'paper'")
+        if not (self.device in ("auto", "scipy", "cpu") or str(self.device).startswith("cuda")):
+            raise ParameterError("device", "device must be 'auto', 'scipy', 'cpu' or 'cuda[:n]'")
         for name in ("tau_contrib", "split_domains"):
             v = getattr(self, name)
             if v is not None and (int(v) != v or v < (1 if name == "tau_contrib" else 4)):
@@ -190,6 +196,18 @@ class PrivLava:
         return [(f, "edge", self.name, share) for f in fks] + \
             [(f, "edge", public, share) for f in sorted(linked)] + \
             [(t, "table", "mst", share) for t in roots]
+
+    def _torch_device(self):  # noqa: ANN202
+        """The torch device of the E-step scoring, or None for scipy.sparse (see ``device``)."""
+        if self.device == "scipy":
+            return None
+        import torch
+
+        from relviz.relational.torch_device import resolve_device
+
+        if self.device == "auto" and not torch.cuda.is_available():
+            return None
+        return resolve_device(self.device)
 
     def _linked(self, components: tuple[Any, ...]) -> set[str]:
         return {c.name for c in components if c.kind == "edge" and c.method != self.name}
@@ -486,7 +504,8 @@ class PrivLava:
                 else:
                     log_pz_t = np.zeros(K)
                 stats = e_step(g, state, spec, pots, log_pz_t, latent,
-                               hard=self.assignment == "hard", salt=seed ^ zlib.crc32(fk.name.encode()))
+                               hard=self.assignment == "hard", salt=seed ^ zlib.crc32(fk.name.encode()),
+                               device=self._torch_device())
                 state.z_hard = stats[3]
                 state.first = False
                 p_z, p_size, lat = m_step(stats, spec, scales, budget,
