@@ -356,7 +356,8 @@ def test_noise_free_model_uses_latent_types_and_selection(census_noise_free):
     assert len(m.latent_marginals) == 2 * d + 1 + n_inc(d)
     thr = 20 * math.sqrt(2 / math.pi) * m.calibration.sigma_latent
     for sa, sz in m.latent_marginals[2 * d + 1:]:  # inserted ones are λ-useful (Eq. 5)
-        cells = int(np.prod([syn.schema_.table("persons").attribute(a).size for a in sa])) * 4 ** len(sz)
+        dom = syn.database_.columns["persons"][1]  # the modelled attributes (digits of split ones)
+        cells = int(np.prod([dom[a] for a in sa])) * 4 ** len(sz)
         assert m.n_noisy / cells >= thr
 
 
