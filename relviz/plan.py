@@ -746,13 +746,9 @@ def _noise_scales(c: Component, rho: Fraction, schema: Schema, mult: Any,
     owner = next((o.method for o in plan_components if o.kind == "edge"
                   and is_database_method(o.method)), None)
     if owner is not None:
-        import inspect
-
         first = next(o for o in plan_components if o.method == owner)
-        method = get_database(owner, **first.params)
-        extra = {"components": tuple(plan_components)} if "components" in \
-            inspect.signature(method.noise_scales).parameters else {}
-        return dict(method.noise_scales(schema, c, rho, multipliers=mult, **extra))
+        return dict(get_database(owner, **first.params).noise_scales(
+            schema, c, rho, multipliers=mult, components=tuple(plan_components)))
     if c.kind == "table":
         mech = get_mechanism(c.method, **c.params)
         return dict(mech.noise_scales(schema.table(c.name), rho,

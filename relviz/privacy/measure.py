@@ -30,7 +30,7 @@ from relviz.marginals import Workload, all_marginals
 from relviz.schema import ForeignKey
 
 __all__ = ["Read", "ReadLog", "PrivateTable", "PrivateForeignKey", "PrivateLink", "Curator",
-           "CapReport", "enforce_caps", "keyed_row_hash", "CURATOR_VIEW"]
+           "CapReport", "enforce_caps", "keyed_row_hash", "splitmix64", "CURATOR_VIEW"]
 
 CURATOR_VIEW = "curator view (not private)"
 """Label of every number read from private data that is not a noisy release: degree views, row
@@ -289,7 +289,7 @@ class CapReport:
         return "\n".join(out)
 
 
-def _splitmix64(z: np.ndarray) -> np.ndarray:
+def splitmix64(z: np.ndarray) -> np.ndarray:
     """The splitmix64 finaliser (Steele, Lea, Flood 2014), a bijective mix of uint64."""
     z = z * np.uint64(0x9E3779B97F4A7C15)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -311,7 +311,7 @@ def keyed_row_hash(df: pd.DataFrame, columns: Sequence[str], salt: int) -> np.nd
     cols = list(columns) or list(df.columns)
     h = pd.util.hash_pandas_object(df[cols], index=False).to_numpy().astype(np.uint64)
     with np.errstate(over="ignore"):
-        return _splitmix64(_splitmix64(h ^ np.uint64(int(salt) & 0xFFFFFFFFFFFFFFFF)))
+        return splitmix64(splitmix64(h ^ np.uint64(int(salt) & 0xFFFFFFFFFFFFFFFF)))
 
 
 def enforce_caps(db: Database, *, salt: int = 0x5EED) -> tuple[Database, CapReport]:

@@ -168,8 +168,9 @@ class DatabaseMethod(Protocol):
         ...
 
     def noise_scales(self, schema: Schema, component: Any, rho: Fraction | float, *,
-                     multipliers: Multipliers) -> dict[str, float]:
-        """``{release label: σ}`` of one component's Gaussian releases (public: reads no data)."""
+                     multipliers: Multipliers, components: tuple[Any, ...] = ()) -> dict[str, float]:
+        """``{release label: σ}`` of one component's Gaussian releases (public: reads no data);
+        ``components`` are the plan's (a method that links some FKs itself needs to know which)."""
         ...
 
     def fit(self, curator: Curator, budgets: Mapping[str, Budget], *, schema: Schema,

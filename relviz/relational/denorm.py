@@ -442,7 +442,7 @@ class Denorm:
         return out
 
     def noise_scales(self, schema: Schema, component: Any, rho: Fraction | float, *,
-                     multipliers: Multipliers) -> dict[str, float]:
+                     multipliers: Multipliers, components: tuple[Any, ...] = ()) -> dict[str, float]:
         """σ of one component's Gaussian releases (public: schema, caps and ρ only)."""
         from relviz.single import get as get_mechanism
 

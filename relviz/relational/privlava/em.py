@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from relviz.privacy.budget import Budget
+from relviz.privacy.measure import splitmix64 as _splitmix64
 
 __all__ = ["Groups", "LatentSpec", "EMState", "e_step", "m_step", "Z1", "Z2"]
 
@@ -45,13 +46,6 @@ def Z1(fk: str) -> str:  # noqa: N802 - the paper's symbol
 
 def Z2(fk: str) -> str:  # noqa: N802
     return f"__Z2[{fk}]"
-
-
-def _splitmix64(z: np.ndarray) -> np.ndarray:
-    z = z * np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
 
 
 def keyed_uniforms(keys: np.ndarray, n: int, salt: int) -> np.ndarray:
@@ -273,8 +267,8 @@ def e_step(groups: Groups, state: EMState, spec: LatentSpec, potentials, log_pz_
         q = _posteriors(groups, state, spec, blocks, log_pz_tuple, rows, salt, device)
         z = q.argmax(axis=1)
         z_hard[rows] = z
-        w = np.zeros_like(q)
         if hard:
+            w = np.zeros_like(q)
             w[np.arange(len(z)), z] = 1.0
         else:
             w = q

@@ -125,7 +125,7 @@ class PrivLava:
         T, T_C, n_C: EM iterations of the first call, selection rounds, candidates per round.
         lam: λ of λ-usefulness. k_max: largest latent domain.
         iters: Mirror-descent iterations per M-step.
-        max_clique_cells, max_model_cells: Size limits of the tuple model (latent axes included).
+        max_clique_cells: Size limit of a tuple-model clique (latent axes included).
         allow_empty_groups: ``"auto"`` (public parents: yes; private: no), ``True`` or ``False``.
         m0: ``"relviz"`` (``2d + 1`` initial latent marginals) or ``"paper"`` (``2d``, no
             ``{Z₁, Z₂}``; App. C.3).
@@ -154,7 +154,6 @@ class PrivLava:
     k_max: int = 25
     iters: int = 300
     max_clique_cells: int = 2_000_000
-    max_model_cells: int = 20_000_000
     allow_empty_groups: Any = "auto"
     m0: str = "relviz"
     tau_contrib: int | None = None
@@ -453,9 +452,7 @@ class PrivLava:
         obs = mst.fit(data, sub, histogram_sensitivity=sens.hist[fk.child],
                       score_sensitivity=sens.score[fk.child],
                       progress=lambda f, msg="": rep(0.03 + 0.07 * f, f"Alg. 2 line 1: {msg}"))
-        measurements = [(a, y, s) for a, y, s in getattr(obs, "measurements", ())]
-        if not measurements:  # ≤ 1 attribute: MST fell back to the 1-way marginal
-            measurements = []
+        measurements = list(getattr(obs, "measurements", ()))  # none when MST fell back (d ≤ 1)
         # groups (PrivLava §4.1)
         spec = LatentSpec(Z1(fk.name), Z2(fk.name), k, 0 if empty else 1, tau)
         order = np.argsort(parent_rows, kind="stable")
