@@ -186,11 +186,12 @@ class BiadjacencyLinker(Settings):
     Args:
         init: ``"degree"`` (default; relviz extension) or ``"random"`` ([R]).
         init_share: Share of the FK's budget spent on the degree start (0 < share < 1). Default
-            0.5: with ``otm_keep_degrees`` the start's degree distribution is the relation's, so
-            half the FK's budget goes to it (0.2 left flights→planes' degree shape 0.023 below the
-            degree method's, 0.5 leaves it 0.007 below; nycflights13, planes private, ε = 1, with
-            the degree histogram; with the tuple unit's cumulative release 0.5 leaves it 0.004
-            below, 0.982 against 0.986 over 20 noise seeds; docs/methods/biadjacency.md §3.6).
+            0.7: with ``otm_keep_degrees`` the start's degree distribution is the relation's, so
+            the degree shape is the degree baseline's at ``init_share · ρ``. Measured on galton
+            (entity unit, MST tables, 40 seeds, paired against the degree method): share 0.5
+            leaves CardinalityShapeSimilarity 0.009 ± 0.006 (ε = 0.5) and 0.015 ± 0.004 (ε = 4)
+            below the degree method's, 0.7 leaves 0.004 ± 0.004 and 0.008 ± 0.003
+            (docs/methods/biadjacency.md §3.6).
     """
 
     name: ClassVar[str] = "biadjacency"
@@ -198,7 +199,7 @@ class BiadjacencyLinker(Settings):
     gaussian_only: ClassVar[bool] = False
     needs_synthetic_tables: ClassVar[bool] = True
     init: Literal["degree", "random"] = "degree"
-    init_share: float = 0.5
+    init_share: float = 0.7
     count_share: float = 0.05
 
     def __post_init__(self) -> None:
