@@ -189,8 +189,8 @@ class BiadjacencyLinker(Settings):
             0.7: with ``otm_keep_degrees`` the start's degree distribution is the relation's, so
             the degree shape is the degree baseline's at ``init_share · ρ``. Measured on galton
             (entity unit, MST tables, 40 seeds, paired against the degree method): share 0.5
-            leaves CardinalityShapeSimilarity 0.009 ± 0.006 (ε = 0.5) and 0.015 ± 0.004 (ε = 4)
-            below the degree method's, 0.7 leaves 0.004 ± 0.004 and 0.008 ± 0.003
+            leaves CardinalityShapeSimilarity 0.009 ± 0.006 (ε = 0.5) and 0.011 ± 0.004 (ε = 1)
+            below the degree method's, 0.7 leaves 0.004 ± 0.004 and 0.004 ± 0.003
             (docs/methods/biadjacency.md §3.6).
     """
 
