@@ -5,7 +5,14 @@ Commands:
 * ``relviz datasets`` — list the built-in databases.
 * ``relviz schema --dataset NAME`` / ``--data PATH`` — print a schema as JSON (a written one for
   built-ins; an inferred proposal for a user's data, to edit and pass back with ``--schema``).
+  For a user's data the JSON's ``"proposals"`` list says what was proposed and why (keys and
+  near-keys with their duplicates, small public tables, datetimes, excluded identifier / personal
+  / free-text columns, integer numerics, key formats), and the same notes go to stderr; they are
+  read from the data, so the release's ``schema.json`` never carries them.
 * ``relviz validate --data PATH --schema schema.json`` — report every problem at once.
+  ``--drop-undeclared`` (also on ``synth``) adds every data column the schema does not describe
+  to its table's ``exclude`` list instead of reporting it; excluded columns are listed, and
+  synthetic tables omit them.
 * ``relviz synth (--dataset NAME | --data PATH --schema schema.json) --epsilon E --delta D
   --out DIR`` — fit, sample and write two folders, and print a summary (``--preset NAME``
   picks a named plan of ``relviz.plan.PRESETS``, e.g. ``baseline-80-20``, the papers'
@@ -28,6 +35,12 @@ Commands:
   A schema whose domains (or FK nullability) were read from the data is refused unless
   ``--allow-inferred-schema`` is given; the release is then not differentially private and the
   ledger, the summary and ``report.html`` say so.
+
+* ``relviz demo-cache [--dataset NAME] [--epsilons 0.25,0.5,…] [--delta D] [--seed S]`` —
+  precompute the ε sweep of the stakeholder page (``notebooks/stakeholder-demo.ipynb``) into the
+  sweep cache (``relviz.sweep.cached_epsilon_sweep``), so that the page opens at once; prints the
+  file. Its defaults are the page's (``$RELVIZ_DEMO_EPSILONS`` included); ``--refresh``
+  recomputes. The file compares with the real data: curator view (not private).
 
 ``--data`` takes a folder of CSV files (one per table), a SQLite file (``.sqlite``, ``.db``) or a
 DuckDB file (``.duckdb``). Exit status: 0 on success, 2 on invalid input (every problem listed),
@@ -68,12 +81,49 @@ def _load_data(args: argparse.Namespace):  # noqa: ANN202 - Database
                          "it, or pass --allow-inferred-schema to use domains read from the data "
                          "(not differentially private).")
     if path.is_dir():
-        return Database.from_csv_dir(path, schema, validate=False)
-    if path.suffix.lower() == ".duckdb":
-        return Database.from_duckdb(path, schema, validate=False)
-    if path.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
-        return Database.from_sqlite(path, schema, validate=False)
-    raise SystemExit(f"relviz: cannot read {path} (expected a CSV folder, .sqlite/.db or .duckdb)")
+        db = Database.from_csv_dir(path, schema, validate=False)
+    elif path.suffix.lower() == ".duckdb":
+        db = Database.from_duckdb(path, schema, validate=False)
+    elif path.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
+        db = Database.from_sqlite(path, schema, validate=False)
+    else:
+        raise SystemExit(f"relviz: cannot read {path} (expected a CSV folder, .sqlite/.db or .duckdb)")
+    if getattr(args, "drop_undeclared", False):
+        db, dropped = db.drop_undeclared()
+        for table, cols in dropped.items():
+            print(f"note: --drop-undeclared: excluded {table}: {', '.join(cols)}", file=sys.stderr)
+    return db
+
+
+def _excluded_lines(db) -> list[str]:  # noqa: ANN001 - Database
+    """One line per table with excluded columns (``Table.exclude``)."""
+    return [f"{t}: {', '.join(cols)}" for t, cols in db.excluded_columns().items()]
+
+
+def _proposal_notes(schema) -> str:  # noqa: ANN001 - Schema
+    """The proposals of an inferred schema, grouped by table, for a curator to review."""
+    props = schema.proposals
+    if not props:
+        return ""
+    lines = [f"relviz schema: {len(props)} proposals read from the data (curator view, not private) "
+             "— review each; the JSON's \"proposals\" list holds them too:"]
+    table = None
+    for p in props:
+        if p.table != table:
+            table = p.table
+            t = schema.table(table) if table in schema.table_names else None
+            tag = "" if t is None else (" (public)" if t.public else " (private)")
+            lines.append(f"  {table}{tag}")
+        where = p.column or "(table)"
+        ex = (" e.g. " + ", ".join(repr(v) for v in p.examples)) if p.examples else ""
+        lines.append(f"    {where:<18} {p.kind:<12} {p.proposal}: {p.reason}{ex}")
+    inferred = len(schema.inferred_problems())
+    if inferred:
+        lines.append(f"  {inferred} domain(s), key format(s) or FK nullabilities are marked \"inferred\": "
+                     "confirm each (declare public bounds and lists, then delete its provenance) — "
+                     "relviz synth refuses them otherwise (or use --allow-inferred-schema, NOT "
+                     "differentially private)")
+    return "\n".join(lines)
 
 
 def _cmd_datasets(args: argparse.Namespace) -> int:
@@ -88,7 +138,10 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
 
 def _cmd_schema(args: argparse.Namespace) -> int:
     db = _load_data(args)
-    print(db.schema.to_json())
+    print(db.schema.to_json(proposals=True))
+    notes = _proposal_notes(db.schema)
+    if notes:
+        print(notes, file=sys.stderr)
     return 0
 
 
@@ -103,6 +156,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     for w in db.warnings():
         print(f"warning: {w}", file=sys.stderr)
     print(f"valid: {db}")
+    for line in _excluded_lines(db):
+        print(f"  excluded (not modelled): {line}")
     return 0
 
 
@@ -319,6 +374,11 @@ def _print_summary(db, syn, synth, report, timings: dict[str, float], out: Path)
     for t in db.schema.table_names:
         tag = " (public, copied)" if db.schema.table(t).public else ""
         print(f"    {t:<24} {len(db[t]):>10,} → {len(syn[t]):>10,}{tag}")
+    excluded = _excluded_lines(db)
+    if excluded:
+        print("  excluded columns (schema \"exclude\": not modelled, not in the synthetic tables):")
+        for line in excluded:
+            print(f"    {line}")
     if report is not None:
         print(report.summary(indent="  "))
     print("  time: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
@@ -328,6 +388,29 @@ def _print_summary(db, syn, synth, report, timings: dict[str, float], out: Path)
           "    tables/*.parquet, synthetic.sqlite, ledger.json, plan.json, schema.json")
     print(f"  wrote {out / CURATOR}/ — for the curator only, do NOT share (reads the real data):\n"
           "    " + ("report.html, " if report is not None else "") + "cap_report.txt, timings.json")
+
+
+def _cmd_demo_cache(args: argparse.Namespace) -> int:
+    from relviz import sweep as sw
+
+    grid = sw.demo_epsilons() if args.epsilons is None else tuple(float(e) for e in args.epsilons.split(","))
+    dataset = args.dataset or sw.DEMO_DATASET
+    delta = sw.DEMO_DELTA if args.delta is None else args.delta
+    seed = sw.DEMO_SEED if args.seed is None else args.seed
+    quiet = args.quiet
+
+    def progress(fraction: float, message: str) -> None:
+        if not quiet:
+            print(f"  {100 * fraction:3.0f}%  {message}", file=sys.stderr, flush=True)
+
+    t0 = time.perf_counter()
+    result, hit = sw.cached_epsilon_sweep(dataset, grid, delta=delta, seed=seed, cache_dir=args.cache_dir,
+                                          refresh=args.refresh, progress=progress)
+    what = "already cached" if hit else f"computed {len(result.epsilons)} runs in {time.perf_counter() - t0:.0f} s"
+    print(f"{dataset}, ε ∈ {{{', '.join(f'{e:g}' for e in result.epsilons)}}}, δ = {delta:g}, "
+          f"seed {seed}: {what}\n{result.meta['path']}\n(curator view, not private: it compares the "
+          "synthetic copies with the real data)")
+    return 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -344,12 +427,20 @@ def _parser() -> argparse.ArgumentParser:
         g.add_argument("--data", help="CSV folder, SQLite file or DuckDB file")
         sp.add_argument("--schema", help="schema JSON (public domains, keys, privacy unit)")
 
-    s = sub.add_parser("schema", help="print a schema as JSON (inferred for --data)")
+    def drop_undeclared(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--drop-undeclared", action="store_true",
+                        help="exclude every data column the schema does not describe (added to "
+                             "its table's exclude list and reported) instead of refusing it")
+
+    s = sub.add_parser("schema", help="print a schema as JSON (inferred for --data, with the "
+                       "proposals and their reasons)")
     source(s)
     v = sub.add_parser("validate", help="report every problem of a database")
     source(v)
+    drop_undeclared(v)
     y = sub.add_parser("synth", help="fit, sample and write a synthetic database")
     source(y)
+    drop_undeclared(y)
     y.add_argument("--epsilon", type=float, default=None,
                    help="ε of the whole database (default 1, or the --plan's)")
     y.add_argument("--delta", type=float, default=None, help="δ (default 1e-6, or the --plan's)")
@@ -381,6 +472,16 @@ def _parser() -> argparse.ArgumentParser:
     y.add_argument("--allow-inferred-schema", action="store_true",
                    help="accept domains (or FK nullability) read from the data, with or without "
                         "--schema: the release is NOT differentially private")
+    d = sub.add_parser("demo-cache", help="precompute the stakeholder page's ε sweep (a cache file)")
+    d.add_argument("--dataset", default=None, help="a built-in database (default: the page's, nycflights13)")
+    d.add_argument("--epsilons", default=None,
+                   help="comma-separated ε grid (default: $RELVIZ_DEMO_EPSILONS, else the page's grid)")
+    d.add_argument("--delta", type=float, default=None, help="δ (default: the page's, 1e-6)")
+    d.add_argument("--seed", type=int, default=None, help="seed of every run (default: the page's, 0)")
+    d.add_argument("--cache-dir", default=None,
+                   help="cache folder (default $RELVIZ_CACHE_DIR/sweeps or ~/.cache/relviz/sweeps)")
+    d.add_argument("--refresh", action="store_true", help="recompute even when cached")
+    d.add_argument("--quiet", action="store_true", help="no progress lines")
     return p
 
 
@@ -388,7 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``relviz`` command."""
     args = _parser().parse_args(argv)
     handlers = {"datasets": _cmd_datasets, "schema": _cmd_schema, "validate": _cmd_validate,
-                "synth": _cmd_synth}
+                "synth": _cmd_synth, "demo-cache": _cmd_demo_cache}
     return handlers[args.command](args)
 
 

@@ -6,7 +6,9 @@ validation that reports every problem at once (``validate``), an explicit orphan
 ``to_parquet``, ``to_csv_dir``).
 
 A ``Database`` never mutates the frames it is given: it keeps its own copies (pandas' copy on
-write makes them cheap) and hands out frames that cannot write back into it.
+write makes them cheap) and hands out frames that cannot write back into it. Columns a table's
+schema excludes (``Table.exclude``: identifiers, personal data, free text) are left out of those
+copies, so nothing downstream (validation, synthesis, reports, exports) sees them.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from relviz.encoding import column_problems
+from relviz.encoding import column_problems, parse_datetimes
 from relviz.errors import DataError, Problem
-from relviz.schema import ForeignKey, PrivacyUnit, Schema, Table, infer_attributes, infer_schema
+from relviz.schema import ForeignKey, Schema, Table, infer_schema
 
 __all__ = ["Database", "RepairReport"]
 
@@ -60,7 +62,8 @@ class Database:
 
     Args:
         schema: The schema (public).
-        tables: ``{table name: DataFrame}``; copied, never modified.
+        tables: ``{table name: DataFrame}``; copied, never modified; columns the schema excludes
+            (``Table.exclude``) are left out of the copies.
         validate: Raise :class:`DataError` listing every problem when the data do not satisfy
             the schema (default). ``False`` keeps an invalid database so that an editor can
             show and fix its problems.
@@ -72,7 +75,7 @@ class Database:
     def __init__(self, schema: Schema, tables: Mapping[str, pd.DataFrame], *,
                  validate: bool = True) -> None:
         self._schema = schema
-        self._tables = {name: df.copy() for name, df in tables.items()}
+        self._tables = {name: _without_excluded(schema, name, df) for name, df in tables.items()}
         if validate:
             self.validate()
 
@@ -113,6 +116,31 @@ class Database:
     def with_table(self, name: str, df: pd.DataFrame, *, validate: bool = True) -> Database:
         return Database(self._schema, {**self._tables, name: df}, validate=validate)
 
+    def excluded_columns(self) -> dict[str, tuple[str, ...]]:
+        """``{table: columns}`` the schema excludes (``Table.exclude``), for tables with any."""
+        return {t.name: t.exclude for t in self._schema.tables if t.exclude}
+
+    def undeclared_columns(self) -> dict[str, list[str]]:
+        """``{table: columns}`` of data columns the schema neither declares nor excludes."""
+        out = {}
+        for t in self._schema.tables:
+            df = self._tables.get(t.name)
+            if df is not None:
+                declared = set(self._schema.columns(t.name))
+                extra = [str(c) for c in df.columns if c not in declared]
+                if extra:
+                    out[t.name] = extra
+        return out
+
+    def drop_undeclared(self, *, validate: bool = False) -> tuple[Database, dict[str, list[str]]]:
+        """The same database with every undeclared column added to its table's ``exclude`` list
+        (and so dropped), and what was dropped (``{table: columns}``); this one is unchanged."""
+        extra = self.undeclared_columns()
+        schema = self._schema
+        for table, cols in extra.items():
+            schema = schema.with_excluded(table, cols)
+        return Database(schema, self._tables, validate=validate), extra
+
     # -- keys -----------------------------------------------------------------------------------
     def parent_index(self, fk: ForeignKey | str) -> np.ndarray:
         """For every child row, the position of its parent row (``-1`` if null or orphan).
@@ -131,7 +159,8 @@ class Database:
             pkey, positions = pkey[first], positions[first]
         try:
             idx = pkey.get_indexer(ckey)
-            idx = np.where(idx >= 0, positions[np.maximum(idx, 0)], -1)
+            idx = np.where(idx >= 0, positions[np.maximum(idx, 0)], -1) if len(positions) else \
+                np.full(len(child), -1)  # an empty parent table: every non-null child is an orphan
         except (TypeError, ValueError):  # mismatched key dtypes: nothing matches
             idx = np.full(len(child), -1)
         null = child[list(fk.columns)].isna().any(axis=1).to_numpy()
@@ -172,7 +201,8 @@ class Database:
             for c in df.columns:
                 if c not in declared:
                     out.append(Problem("undeclared_column",
-                                       "column not described by the schema (declare it or drop it)",
+                                       "column not described by the schema (declare it, list it in "
+                                       "the table's \"exclude\", or pass --drop-undeclared)",
                                        t.name, str(c)))
             if t.primary_key and not [c for c in t.primary_key if c in missing]:
                 out += _key_problems(t, df)
@@ -494,7 +524,9 @@ def _sqlite_rows(df: pd.DataFrame):  # noqa: ANN202 - iterator of tuples
         s = df[c]
         null = s.isna().to_numpy()
         if pd.api.types.is_datetime64_any_dtype(s):
-            vals = s.dt.strftime("%Y-%m-%d %H:%M:%S").to_numpy(dtype=object, na_value=None)
+            whole_days = bool((s.dropna() == s.dropna().dt.normalize()).all())
+            vals = s.dt.strftime("%Y-%m-%d" if whole_days else "%Y-%m-%d %H:%M:%S").to_numpy(
+                dtype=object, na_value=None)
         elif pd.api.types.is_bool_dtype(s) or pd.api.types.is_integer_dtype(s):
             vals = s.to_numpy(dtype=object, na_value=None)
             vals = np.where(null, None, s.fillna(0).to_numpy(dtype=np.int64).astype(object)) \
@@ -547,7 +579,9 @@ def _coerce(frames: dict[str, pd.DataFrame], schema: Schema) -> dict[str, pd.Dat
             if a.name not in df.columns:
                 continue
             if a.kind == "datetime" and not pd.api.types.is_datetime64_any_dtype(df[a.name]):
-                df[a.name] = pd.to_datetime(df[a.name], errors="coerce")
+                parsed = parse_datetimes(df[a.name])
+                if not (parsed.isna() & df[a.name].notna()).any():  # else validate reports them
+                    df[a.name] = parsed
             elif a.kind == "categorical" and all(isinstance(c, str) for c in a.categories) \
                     and not pd.api.types.is_string_dtype(df[a.name]):
                 df[a.name] = df[a.name].astype("str").where(df[a.name].notna())
@@ -557,7 +591,7 @@ def _coerce(frames: dict[str, pd.DataFrame], schema: Schema) -> dict[str, pd.Dat
 
 def _schema_from_constraints(frames: Mapping[str, pd.DataFrame], pks: Mapping[str, tuple],
                              fks: Sequence[tuple]) -> Schema:
-    """Declared keys of a database file + inferred domains for the remaining columns."""
+    """Declared keys of a database file + everything else proposed by ``infer_schema``."""
     if not any(pks.values()) and not fks:
         return infer_schema(frames)
     fk_objs = []
@@ -567,11 +601,14 @@ def _schema_from_constraints(frames: Mapping[str, pd.DataFrame], pks: Mapping[st
             fk_objs.append(ForeignKey(child, tuple(cols), parent, pcols,
                                       nullable=bool(frames[child][list(cols)].isna().any().any()),
                                       nullable_provenance="inferred"))
-    tables = []
-    for name, df in frames.items():
-        pk = tuple(pks.get(name, ()))
-        exclude = set(pk) | {c for fk in fk_objs if fk.child == name for c in fk.columns}
-        tables.append(Table(name, pk, infer_attributes(df, exclude)))
-    caps = {fk.name: 1000 for fk in fk_objs}
-    return Schema(tuple(tables), tuple(fk_objs),
-                  PrivacyUnit(None, caps, rationale="declared keys; inferred domains: review them"))
+    return infer_schema(frames, primary_keys={n: tuple(pks.get(n, ())) for n in frames},
+                        foreign_keys=fk_objs)
+
+
+def _without_excluded(schema: Schema, name: str, df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` without the columns ``schema`` excludes from table ``name``."""
+    if name in schema.table_names:
+        gone = [c for c in schema.table(name).exclude if c in df.columns]
+        if gone:
+            return df.drop(columns=gone)
+    return df.copy()

@@ -6,7 +6,9 @@ list, a numeric or datetime attribute by its bin on the public bounds (uniform b
 public edges; the uniform binning of Chen et al., "Benchmarking differentially private tabular
 data synthesis", §5.2, with ``x = upper`` in the last bin), a null by the last code when the
 attribute is nullable. Decoding draws a value uniformly inside the bin
-(integers uniformly among the integers of the bin) so 1-way plots show no spikes.
+(integers uniformly among the integers of the bin, dates of a ``date=True`` attribute uniformly
+among its whole days) so 1-way plots show no spikes. Datetimes given as text are read as ISO 8601
+(:func:`parse_datetimes`).
 
 Nothing here looks at the data to choose a domain; values outside the domain are reported by
 :func:`column_problems` (``Database.validate`` collects them) and never silently clipped.
@@ -14,6 +16,7 @@ Nothing here looks at the data to choose a domain; values outside the domain are
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,10 +24,10 @@ import numpy as np
 import pandas as pd
 
 from relviz.errors import DataError, Problem
-from relviz.schema import Attribute, Table
+from relviz.schema import DAY_SECONDS, Attribute, Table
 
 __all__ = ["EncodedTable", "encode_column", "decode_column", "column_problems", "encode_table",
-           "decode_table"]
+           "decode_table", "parse_datetimes"]
 
 _BOUND_TOL = 1e-9
 
@@ -56,16 +59,41 @@ class EncodedTable:
         return dict(zip(self.attributes, self.sizes))
 
 
+def parse_datetimes(s: pd.Series) -> pd.Series:
+    """Datetimes from a column of datetimes or text (the caller's series is not modified).
+
+    Text is read as ISO 8601 (pandas' ``format="ISO8601"``, so ``"1996-01-02"`` and
+    ``"1996-01-02T10:00"`` mix freely); values that are not ISO are parsed with pandas' format
+    inference; what still fails is ``NaT``. Time-zone-aware values are converted to naive UTC.
+
+    Returns:
+        A ``datetime64`` Series with ``s``'s index.
+    """
+    if pd.api.types.is_datetime64_any_dtype(s):
+        ts = s
+    else:
+        ts = pd.to_datetime(s, format="ISO8601", errors="coerce")
+        retry = ts.isna() & s.notna()
+        if retry.any():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # "could not infer format"
+                other = pd.to_datetime(s[retry], errors="coerce")
+            if getattr(other.dt, "tz", None) is not None:
+                other = other.dt.tz_convert("UTC").dt.tz_localize(None)
+            if getattr(ts.dt, "tz", None) is not None:
+                ts = ts.dt.tz_convert("UTC").dt.tz_localize(None)
+            ts = ts.astype("datetime64[ns]")
+            ts[retry] = other.astype("datetime64[ns]")
+    if getattr(ts.dt, "tz", None) is not None:
+        ts = ts.dt.tz_convert("UTC").dt.tz_localize(None)
+    return ts
+
+
 def _numeric_values(attr: Attribute, s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Float values (seconds for datetimes) and a mask of entries that failed to parse."""
     null = s.isna().to_numpy()
     if attr.kind == "datetime":
-        if pd.api.types.is_datetime64_any_dtype(s):
-            ts = s
-        else:
-            ts = pd.to_datetime(s, errors="coerce")
-        if getattr(ts.dt, "tz", None) is not None:
-            ts = ts.dt.tz_convert("UTC").dt.tz_localize(None)
+        ts = parse_datetimes(s)
         vals = ts.to_numpy(dtype="datetime64[ns]").astype("int64").astype(float) / 1e9
         bad = ts.isna().to_numpy() & ~null
         vals[ts.isna().to_numpy()] = np.nan
@@ -163,7 +191,8 @@ def decode_column(attr: Attribute, codes: np.ndarray, rng: np.random.Generator) 
 
     Returns:
         A Series: categories as declared (str/int/bool), floats or nullable integers for numeric,
-        ``datetime64[ns]`` for datetimes; nulls where the code is the null code.
+        ``datetime64[ns]`` for datetimes (at midnight for ``date=True``); nulls where the code is
+        the null code.
     """
     codes = np.asarray(codes, dtype=np.int64)
     if attr.kind == "categorical":
@@ -174,12 +203,12 @@ def decode_column(attr: Attribute, codes: np.ndarray, rng: np.random.Generator) 
     c = np.where(null, 0, codes)
     a, b = edges[c], edges[c + 1]
     u = rng.random(len(c))
+    if attr.kind == "datetime" and attr.date:  # whole days, uniformly among the bin's days
+        days = _whole_numbers(a / DAY_SECONDS, b / DAY_SECONDS, c == n_bins - 1, u)
+        out = pd.to_datetime(np.where(null, 0, days).astype(np.int64) * 86_400, unit="s")
+        return pd.Series(out).astype("datetime64[ns]").mask(null)
     if attr.integer:
-        lo_i = np.ceil(a - 1e-9)
-        hi_i = np.where(c == n_bins - 1, np.floor(b + 1e-9), np.ceil(b - 1e-9) - 1)
-        empty = hi_i < lo_i
-        vals = lo_i + np.floor(u * (hi_i - lo_i + 1))
-        vals = np.where(empty, np.round((a + b) / 2), np.minimum(vals, hi_i))
+        vals = _whole_numbers(a, b, c == n_bins - 1, u)
         if null.any():
             return pd.Series(np.where(null, 0, vals).astype(np.int64), dtype="Int64").mask(null)
         return pd.Series(vals.astype(np.int64))
@@ -189,6 +218,16 @@ def decode_column(attr: Attribute, codes: np.ndarray, rng: np.random.Generator) 
         out = pd.to_datetime(np.where(null, 0, vals) * 1e9, unit="ns")
         return pd.Series(out).mask(null)
     return pd.Series(vals)
+
+
+def _whole_numbers(a: np.ndarray, b: np.ndarray, last: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """A whole number drawn uniformly among those in each bin ``[a, b)`` (``[a, b]`` in the last
+    bin, where ``last``), from uniforms ``u``; the rounded middle when the bin holds none."""
+    lo_i = np.ceil(a - 1e-9)
+    hi_i = np.where(last, np.floor(b + 1e-9), np.ceil(b - 1e-9) - 1)
+    empty = hi_i < lo_i
+    vals = lo_i + np.floor(u * (hi_i - lo_i + 1))
+    return np.where(empty, np.round((a + b) / 2), np.minimum(vals, hi_i))
 
 
 def encode_table(table: Table, df: pd.DataFrame) -> EncodedTable:

@@ -3,8 +3,9 @@ privacy unit, and a first guess of all of these from data frames (``infer_schema
 
 Everything here is *public* by construction: a schema is what the curator declares before any
 private data are read (docs/privacy.md, "Public facts and inferred schemas"). The one exception is :func:`infer_schema`, which
-reads the data to *propose* a schema; every domain it proposes is marked
-``provenance="inferred"`` (an FK's nullability ``nullable_provenance="inferred"``); relviz warns
+reads the data to *propose* a schema, with the reason for each proposal in ``Schema.proposals``
+(curator material, left out of the JSON of a release); every domain and key format it proposes is
+marked ``provenance="inferred"`` (an FK's nullability ``nullable_provenance="inferred"``); relviz warns
 about them and refuses to synthesise on them unless explicitly allowed (the release is then not
 differentially private), because observed values are not a public domain
 (Chen, Li, Gong, McKenna & Wang, "Benchmarking differentially private tabular data synthesis",
@@ -29,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from relviz.errors import Problem, SchemaError
+from relviz.keys import KeyFormat, propose_key_format
 
 __all__ = [
     "Attribute",
@@ -44,6 +46,7 @@ __all__ = [
 
 AttributeKind = Literal["categorical", "numeric", "datetime"]
 DEFAULT_BINS = 100  # uniform, 100 bins on public bounds (Chen et al., tabular DP benchmark, §5.2)
+DAY_SECONDS = 86_400.0
 
 
 def _to_seconds(value: Any) -> float:
@@ -76,6 +79,9 @@ class Attribute:
         provenance: ``"declared"`` (public) or ``"inferred"`` (read from the data by
             :func:`infer_schema`; not a public domain until confirmed).
         description: Free text shown in the UI.
+        date: Datetime only: the values are calendar dates (no time of day); they are decoded to
+            whole days (midnight), and when there are no more days than bins each day gets its
+            own bin.
     """
 
     name: str
@@ -89,6 +95,7 @@ class Attribute:
     nullable: bool = False
     provenance: Literal["declared", "inferred"] = "declared"
     description: str = ""
+    date: bool = False
 
     def __post_init__(self) -> None:
         problems = self.problems()
@@ -144,9 +151,11 @@ class Attribute:
         *,
         bins: int | None = None,
         nullable: bool = False,
+        date: bool = False,
         **kw: Any,
     ) -> Attribute:
-        """A datetime attribute with public bounds (binned uniformly in time)."""
+        """A datetime attribute with public bounds (binned uniformly in time; ``date=True``:
+        calendar dates, decoded to whole days)."""
         return cls(
             name,
             "datetime",
@@ -154,6 +163,7 @@ class Attribute:
             upper=pd.Timestamp(upper).isoformat(),
             bins=bins,
             nullable=nullable,
+            date=date,
             **kw,
         )
 
@@ -192,6 +202,8 @@ class Attribute:
                 bad("bins must be a positive integer")
             if self.integer and self.kind != "numeric":
                 bad("integer=True applies to numeric attributes only")
+            if self.date and self.kind != "datetime":
+                bad("date=True applies to datetime attributes only")
         else:
             bad(f"unknown attribute kind {self.kind!r}")
         return out
@@ -209,10 +221,12 @@ class Attribute:
         if self.edges is not None:
             return np.asarray(self.edges, dtype=float)
         lo, hi = self.bounds_numeric()
-        if self.integer:
-            n_int = math.floor(hi) - math.ceil(lo) + 1
+        unit = DAY_SECONDS if self.date else 1.0
+        if self.integer or self.date:  # whole numbers (of days for dates)
+            lo_u, hi_u = lo / unit, hi / unit
+            n_int = math.floor(hi_u) - math.ceil(lo_u) + 1
             if n_int <= int(self.bins):  # one bin per integer, exact round trip
-                return np.arange(math.ceil(lo), math.floor(hi) + 2, dtype=float) - 0.5
+                return (np.arange(math.ceil(lo_u), math.floor(hi_u) + 2, dtype=float) - 0.5) * unit
         return np.linspace(lo, hi, int(self.bins) + 1)
 
     @property
@@ -233,7 +247,14 @@ class Attribute:
             labels = [str(c) for c in self.categories]  # type: ignore[union-attr]
         else:
             e = self.bin_edges()
-            if self.kind == "datetime":
+            if self.kind == "datetime" and self.date:
+                first = pd.to_datetime(np.ceil(e[:-1] / DAY_SECONDS - 1e-9) * DAY_SECONDS, unit="s")
+                last_day = np.ceil(e[1:] / DAY_SECONDS - 1e-9) - 1
+                last_day[-1] = np.floor(e[-1] / DAY_SECONDS + 1e-9)  # the upper bound is in the last bin
+                last = pd.to_datetime(last_day * DAY_SECONDS, unit="s")
+                labels = [f"{a:%Y-%m-%d}" if a == b else f"[{a:%Y-%m-%d}, {b:%Y-%m-%d}]"
+                          for a, b in zip(first, last)]
+            elif self.kind == "datetime":
                 ts = pd.to_datetime(e, unit="s")
                 labels = [f"[{a:%Y-%m-%d %H:%M}, {b:%Y-%m-%d %H:%M})" for a, b in zip(ts[:-1], ts[1:])]
             elif self.integer and np.allclose(np.diff(e), 1.0) and np.allclose(e % 1, 0.5):
@@ -250,8 +271,8 @@ class Attribute:
             val = getattr(self, key)
             if val is not None:
                 d[key] = list(val) if isinstance(val, tuple) else val
-        for key, default in (("integer", False), ("nullable", False), ("provenance", "declared"),
-                             ("description", "")):
+        for key, default in (("integer", False), ("date", False), ("nullable", False),
+                             ("provenance", "declared"), ("description", "")):
             if getattr(self, key) != default:
                 d[key] = getattr(self, key)
         return d
@@ -316,6 +337,13 @@ class Table:
         attributes: Modelled non-key columns with public domains.
         public: Public tables are released verbatim and spend no budget.
         description: Free text.
+        exclude: Columns of the data that are deliberately not modelled (identifiers, personal
+            data, free text): a database built on this schema drops them, validation does not
+            report them, and synthetic tables omit them. They must not be key, FK or attribute
+            columns.
+        key_format: The public format of synthetic values of primary-key columns
+            (:class:`~relviz.keys.KeyFormat`, at most one per PK column; see
+            :func:`relviz.keys.format_synthetic_keys`). PK columns without one get integers.
     """
 
     name: str
@@ -323,13 +351,32 @@ class Table:
     attributes: tuple[Attribute, ...] = ()
     public: bool = False
     description: str = ""
+    exclude: tuple[str, ...] = ()
+    key_format: tuple[KeyFormat, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.primary_key, str):
             object.__setattr__(self, "primary_key", (self.primary_key,))
         object.__setattr__(self, "primary_key", tuple(self.primary_key))
         object.__setattr__(self, "attributes", tuple(self.attributes))
+        object.__setattr__(self, "exclude", (self.exclude,) if isinstance(self.exclude, str)
+                           else tuple(self.exclude))
+        object.__setattr__(self, "key_format", tuple(self.key_format))
         problems = []
+        declared = set(self.primary_key) | {a.name for a in self.attributes}
+        both = sorted(set(self.exclude) & declared)
+        if both:
+            problems.append(Problem("duplicate_column", "an excluded column cannot also be a key or an "
+                                    "attribute", self.name, ", ".join(both)))
+        if len(set(self.exclude)) != len(self.exclude):
+            problems.append(Problem("duplicate_column", "exclude lists a column twice", self.name))
+        fmt_cols = [f.column for f in self.key_format]
+        stray = sorted(set(fmt_cols) - set(self.primary_key))
+        if stray:
+            problems.append(Problem("bad_key_format", "a key format applies to primary-key columns "
+                                    "only", self.name, ", ".join(stray)))
+        if len(set(fmt_cols)) != len(fmt_cols):
+            problems.append(Problem("bad_key_format", "two key formats for one column", self.name))
         names = [a.name for a in self.attributes]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
@@ -354,6 +401,10 @@ class Table:
     def attribute_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.attributes)
 
+    def format_of(self, column: str) -> KeyFormat | None:
+        """The declared key format of primary-key column ``column``, if any."""
+        return next((f for f in self.key_format if f.column == column), None)
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "name": self.name,
@@ -361,18 +412,26 @@ class Table:
             "public": self.public,
             "attributes": [a.to_dict() for a in self.attributes],
         }
+        if self.exclude:
+            d["exclude"] = list(self.exclude)
+        if self.key_format:
+            d["key_format"] = {f.column: f.to_dict() for f in self.key_format}
         if self.description:
             d["description"] = self.description
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Table:
+        """From :meth:`to_dict`'s form; ``key_format`` maps a PK column to a format dict or a
+        format string such as ``"N{:05d}"``."""
         return cls(
             name=d["name"],
             primary_key=tuple(d.get("primary_key", ())),
             attributes=tuple(Attribute.from_dict(a) for a in d.get("attributes", ())),
             public=bool(d.get("public", False)),
             description=d.get("description", ""),
+            exclude=tuple(d.get("exclude", ())),
+            key_format=tuple(KeyFormat.from_dict(c, f) for c, f in (d.get("key_format") or {}).items()),
         )
 
 
@@ -550,6 +609,59 @@ class PrivacyUnit:
 
 
 @dataclass(frozen=True)
+class Proposal:
+    """One thing :func:`infer_schema` proposes, and why: the curator accepts or corrects it.
+
+    Attributes:
+        table: The table concerned.
+        column: The column(s) concerned (composite keys joined with ``", "``); ``None`` for a
+            whole-table proposal.
+        kind: What is proposed: ``"primary_key"``, ``"near_key"`` (a key with a few duplicate
+            values, reported in ``examples``), ``"foreign_key"``, ``"public_table"``,
+            ``"excluded"`` (identifier, personal data or free text: left out of the model),
+            ``"datetime"``, ``"integer"``, ``"categorical"``, ``"numeric"``, ``"key_format"``.
+        proposal: What the schema now says, in a few words (e.g. ``"exclude"``, ``"datetime on
+            [1992-01-01, 1998-08-02], whole days"``).
+        reason: The evidence and the rule, one or two sentences a curator can check.
+        count: Rows concerned, when the evidence counts rows (duplicates, values matching a shape).
+        examples: Up to five values (duplicate keys); read from the data, like everything here.
+
+    Proposals read the data: they are curator material (not private), never part of a release
+    (``Schema.to_json`` leaves them out unless asked).
+    """
+
+    table: str
+    column: str | None
+    kind: str
+    proposal: str
+    reason: str
+    count: int = 0
+    examples: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "examples", tuple(_python_scalar(v) for v in self.examples)[:5])
+
+    def __str__(self) -> str:
+        where = self.table + (f".{self.column}" if self.column else "")
+        ex = (" (e.g. " + ", ".join(repr(v) for v in self.examples) + ")") if self.examples else ""
+        return f"{where}: [{self.kind}] {self.proposal} — {self.reason}{ex}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"table": self.table, "column": self.column, "kind": self.kind,
+                             "proposal": self.proposal, "reason": self.reason}
+        if self.count:
+            d["count"] = self.count
+        if self.examples:
+            d["examples"] = list(self.examples)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Proposal:
+        return cls(d["table"], d.get("column"), d["kind"], d.get("proposal", ""), d.get("reason", ""),
+                   int(d.get("count", 0)), tuple(d.get("examples", ())))
+
+
+@dataclass(frozen=True)
 class Schema:
     """Tables, foreign keys and the privacy unit of a relational database.
 
@@ -560,8 +672,12 @@ class Schema:
     :meth:`problems`, and by ``Database.validate`` together with the data problems.
 
     Edits return new schemas (``with_foreign_key``, ``without_foreign_key``, ``with_public``,
-    ``with_privacy_unit``, ``with_table``, ``with_cap``); :meth:`foreign_key_problems` says
-    whether an FK may be added.
+    ``with_privacy_unit``, ``with_table``, ``with_cap``, ``with_excluded``);
+    :meth:`foreign_key_problems` says whether an FK may be added.
+
+    ``proposals`` holds what :func:`infer_schema` proposed and why (:class:`Proposal`, for the
+    curator and the schema editor); it is not part of the schema's meaning (ignored by ``==``)
+    and not written by :meth:`to_json` unless asked, because its evidence is read from the data.
     """
 
     tables: tuple[Table, ...]
@@ -569,10 +685,12 @@ class Schema:
     privacy_unit: PrivacyUnit | None = None
     name: str = ""
     description: str = ""
+    proposals: tuple[Proposal, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tables", tuple(self.tables))
         object.__setattr__(self, "foreign_keys", tuple(self.foreign_keys))
+        object.__setattr__(self, "proposals", tuple(self.proposals))
         problems = self._structural_problems()
         if problems:
             raise SchemaError(problems)
@@ -596,6 +714,16 @@ class Schema:
                     out.append(Problem("duplicate_column",
                                        f"FK {fk.name!r} uses column(s) declared as attributes",
                                        fk.child, ", ".join(clash)))
+                gone = sorted(set(fk.columns) & set(child.exclude))
+                if gone:
+                    out.append(Problem("duplicate_column", f"FK {fk.name!r} uses excluded column(s)",
+                                       fk.child, ", ".join(gone)))
+                formatted = sorted(set(fk.columns) & {f.column for f in child.key_format})
+                if formatted:
+                    out.append(Problem("bad_key_format",
+                                       f"a key format on a column of FK {fk.name!r}: its values come "
+                                       f"from {fk.parent!r} (declare the format there)",
+                                       fk.child, ", ".join(formatted)))
         if self.privacy_unit is not None:
             unit = self.privacy_unit
             if unit.entity is not None and unit.entity not in by_name:
@@ -782,6 +910,11 @@ class Schema:
         return [(t.name, a.name) for t in self.tables for a in t.attributes
                 if a.provenance == "inferred" and not t.public]
 
+    def inferred_key_formats(self) -> list[tuple[str, str]]:
+        """``(table, column)`` pairs of private tables whose key format was read from the data."""
+        return [(t.name, f.column) for t in self.tables for f in t.key_format
+                if f.provenance == "inferred" and not t.public]
+
     def inferred_foreign_keys(self) -> list[ForeignKey]:
         """Private FKs whose nullability was read from the data (not public)."""
         return [fk for fk in self.private_foreign_keys if fk.nullable_provenance == "inferred"]
@@ -791,6 +924,8 @@ class Schema:
         each inferred FK nullability. A release built on them is not differentially private."""
         out = [Problem("inferred_domain", "domain was read from the data (not a public domain): "
                        "declare it", t, a) for t, a in self.inferred_attributes()]
+        out += [Problem("inferred_domain", "key format (prefix, width) was read from the data (not "
+                        "public): declare it", t, c) for t, c in self.inferred_key_formats()]
         out += [Problem("inferred_nullability", f"whether FK {fk.name!r} may be null was read from "
                         "the data (not public): declare nullable", fk.child, ", ".join(fk.columns))
                 for fk in self.inferred_foreign_keys()]
@@ -834,6 +969,12 @@ class Schema:
     def with_public(self, table: str, public: bool = True) -> Schema:
         return self.with_table(replace(self.table(table), public=public))
 
+    def with_excluded(self, table: str, columns: Iterable[str]) -> Schema:
+        """A new schema whose ``table`` also excludes ``columns`` (see ``Table.exclude``)."""
+        t = self.table(table)
+        extra = [c for c in columns if c not in t.exclude]
+        return self.with_table(replace(t, exclude=t.exclude + tuple(dict.fromkeys(extra))))
+
     def with_privacy_unit(self, unit: PrivacyUnit | None) -> Schema:
         return replace(self, privacy_unit=unit)
 
@@ -849,14 +990,19 @@ class Schema:
                                                   cap_sources=sources))
 
     # -- serialisation ---------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, *, proposals: bool = False) -> dict[str, Any]:
+        """A JSON-ready dict; ``proposals=True`` adds ``"proposals"`` (curator material: their
+        evidence is read from the data, so never put them in a release)."""
+        d = {
             "name": self.name,
             "description": self.description,
             "tables": [t.to_dict() for t in self.tables],
             "foreign_keys": [fk.to_dict() for fk in self.foreign_keys],
             "privacy_unit": None if self.privacy_unit is None else self.privacy_unit.to_dict(),
         }
+        if proposals and self.proposals:
+            d["proposals"] = [p.to_dict() for p in self.proposals]
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Schema:
@@ -867,11 +1013,15 @@ class Schema:
             privacy_unit=None if unit is None else PrivacyUnit.from_dict(unit),
             name=d.get("name", ""),
             description=d.get("description", ""),
+            proposals=tuple(Proposal.from_dict(p) for p in d.get("proposals", ())),
         )
 
-    def to_json(self, path: str | Path | None = None, *, indent: int = 2) -> str:
-        """JSON text of the schema; also written to ``path`` when given."""
-        text = json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=_json_default)
+    def to_json(self, path: str | Path | None = None, *, indent: int = 2,
+                proposals: bool = False) -> str:
+        """JSON text of the schema; also written to ``path`` when given. ``proposals=True``
+        includes :attr:`proposals` (curator material, never for a release)."""
+        text = json.dumps(self.to_dict(proposals=proposals), indent=indent, ensure_ascii=False,
+                          default=_json_default)
         if path is not None:
             Path(path).write_text(text + "\n", encoding="utf-8")
         return text
@@ -935,65 +1085,277 @@ def _norm(col: str) -> str:
     return re.sub(r"[^a-z0-9]", "", col.lower())
 
 
-def _guess_primary_key(name: str, df: pd.DataFrame) -> tuple[str, ...]:
-    candidates = [c for c in df.columns if df[c].notna().all() and df[c].is_unique
-                  and not pd.api.types.is_float_dtype(df[c])]
-    if not candidates:
-        return ()
-    wanted = {_norm(p.format(t=name, s=_singular(name))) for p in _ID_PATTERNS} | {"id", "key"}
-    for c in candidates:
-        if _norm(c) in wanted:
-            return (c,)
-    for c in candidates:
-        if _norm(c).endswith("id") or _norm(c).endswith("key") or _norm(c).endswith("code"):
-            return (c,)
-    first = df.columns[0]
-    return (first,) if first in candidates else ()
+def _unprefixed(col: str) -> str:
+    """``col`` normalised without a short table prefix (``"n_regionkey"`` → ``"regionkey"``,
+    ``"ps_partkey"`` → ``"partkey"``), the TPC-H naming style."""
+    m = re.match(r"^[A-Za-z]{1,3}_(.+)$", col)
+    return _norm(m.group(1) if m else col)
 
 
-def _infer_attribute(col: str, s: pd.Series, max_categories: int, bins: int) -> Attribute:
+_KEY_NAMES = _ID_PATTERNS + ("{t}", "{s}")
+_EPOCH_NAME = re.compile(r"(time|date|epoch|timestamp|_at$|_ts$|created|updated|modified)", re.I)
+_ID_NAME = re.compile(r"(id|key|code|number|num|no)$", re.I)
+_PII_NAME = re.compile(r"(name|address|street|phone|mobile|fax|e_?mail|ssn|passport|iban|comment|"
+                       r"note|remark|description|url)", re.I)
+_EMAIL = r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}"
+_URL = r"(https?|ftp)://\S+|www\.\S+"
+_PHONE = r"\+?[\d\s().\-/]{7,24}"
+_SHAPE_SAMPLE = 5_000
+
+
+def _key_rank(table: str, col: str, position: int) -> int | None:
+    """How strongly a column's name (or position) says it is ``table``'s key: 0 (``id``,
+    ``<table>_id``, the table's own name …), 1 (ends in id/key/code), 2 (first column), else
+    ``None``."""
+    wanted = {_norm(p.format(t=table, s=_singular(table))) for p in _KEY_NAMES} | {"id", "key"}
+    n = _norm(col)
+    if n in wanted:
+        return 0
+    if n.endswith(("id", "key", "code")):
+        return 1
+    return 2 if position == 0 else None
+
+
+def _guess_primary_key(name: str, df: pd.DataFrame, max_key_duplicates: float = 0.05
+                       ) -> tuple[tuple[str, ...], Proposal | None]:
+    """The proposed primary key of one table and its proposal.
+
+    A column is a candidate when its name or position says key (:func:`_key_rank`), it has no
+    nulls and it is not a float, boolean or datetime column. A unique candidate wins (best
+    rank first); failing that, a *near-key*: a candidate named like a key whose duplicate rows are
+    at most ``max_key_duplicates`` of the rows, proposed with its duplicates reported (they must
+    be fixed before synthesis; ``Database.validate`` lists them).
+    """
+    exact: list[tuple[int, int, str]] = []
+    near: list[tuple[int, int, str]] = []
+    n = len(df)
+    for pos, c in enumerate(df.columns):
+        rank = _key_rank(name, str(c), pos)
+        s = df[c]
+        if rank is None or n == 0 or s.isna().any() or pd.api.types.is_float_dtype(s) \
+                or pd.api.types.is_bool_dtype(s) or pd.api.types.is_datetime64_any_dtype(s):
+            continue
+        if s.is_unique:
+            exact.append((rank, pos, c))
+        elif rank < 2 and (n - s.nunique()) <= max_key_duplicates * n:
+            near.append((rank, pos, c))
+    if exact:
+        c = min(exact)[2]
+        why = {0: "its name says it is the table's key", 1: "its name ends like a key's",
+               2: "it is the first column"}[min(exact)[0]]
+        return (c,), Proposal(name, c, "primary_key", "primary key",
+                              f"unique and never null in {n:,} rows, and {why}")
+    if near:
+        c = min(near)[2]
+        dup = df[c].duplicated(keep=False)
+        values = pd.unique(df.loc[dup, c])
+        return (c,), Proposal(
+            name, c, "near_key", "primary key (with duplicates to fix)",
+            f"named like a key and unique but for {len(values):,} value(s) repeated over "
+            f"{int(dup.sum()):,} of {n:,} rows: kept as the key so that the FKs into it are "
+            "proposed too; fix or remove the duplicate rows before synthesis (relviz validate "
+            "lists them)", count=int(dup.sum()), examples=tuple(values[:5]))
+    return (), None
+
+
+def _share(mask: pd.Series) -> float:
+    return float(mask.mean()) if len(mask) else 0.0
+
+
+def _text_shape(values: pd.Series) -> tuple[str, str] | None:
+    """``(label, reason)`` when text values look like personal data or free text, else ``None``.
+    Tested on up to 5,000 distinct values."""
+    uniq = pd.Series(pd.unique(values.astype(str)))
+    if len(uniq) > _SHAPE_SAMPLE:
+        uniq = uniq.sample(_SHAPE_SAMPLE, random_state=0)
+    uniq = uniq.str.strip()
+    for label, pattern, what in (("e-mail", _EMAIL, "e-mail addresses"),
+                                 ("url", _URL, "web addresses"),
+                                 ("phone", _PHONE, "phone numbers")):
+        hit = uniq.str.fullmatch(pattern)
+        if label == "phone":
+            hit &= uniq.str.count(r"\d") >= 7
+        if _share(hit) >= 0.9:
+            return label, f"personal data: {_share(hit):.0%} of the distinct values look like {what}"
+    words = uniq.str.split().str.len()
+    length = uniq.str.len()
+    if len(uniq) and (words.median() >= 5 or length.median() >= 40):
+        return "free text", (f"free text: the distinct values have a median of {words.median():.0f} "
+                             f"words and {length.median():.0f} characters")
+    return None
+
+
+def _datetime_values(values: pd.Series) -> pd.Series | None:
+    """The values parsed as ISO 8601 datetimes (pandas' ``format="ISO8601"``) when at least 99 %
+    of the distinct values parse and they are not plain numbers; else ``None``."""
+    if pd.api.types.infer_dtype(values, skipna=True) not in ("string", "date", "datetime", "mixed"):
+        return None
+    uniq = pd.Series(pd.unique(values))
+    sample = uniq.sample(min(len(uniq), _SHAPE_SAMPLE), random_state=0).astype(str)
+    if sample.str.fullmatch(r"\s*[+-]?\d+(\.\d*)?\s*").any():
+        return None  # a number (a year alone) is not proposed as a date
+    if _share(pd.to_datetime(sample, format="ISO8601", errors="coerce").notna()) < 0.99:
+        return None
+    parsed = pd.to_datetime(values, format="ISO8601", errors="coerce")
+    if getattr(parsed.dt, "tz", None) is not None:
+        parsed = parsed.dt.tz_convert("UTC").dt.tz_localize(None)
+    return parsed
+
+
+def _epoch_unit(col: str, values: pd.Series) -> str | None:
+    """``"s"`` or ``"ms"`` when an integer column is named like a time and its range is that of
+    Unix epoch seconds (1973–2099) or milliseconds; else ``None``."""
+    if not _EPOCH_NAME.search(col) or values.empty:
+        return None
+    lo, hi = float(values.min()), float(values.max())
+    for unit, scale in (("s", 1.0), ("ms", 1e3)):
+        if 1e8 * scale <= lo and hi <= 4.1e9 * scale:
+            return unit
+    return None
+
+
+def _datetime_attribute(col: str, ts: pd.Series, nullable: bool, bins: int,
+                        source: str) -> tuple[Attribute, Proposal]:
+    ts = ts.dropna()
+    lo, hi = ts.min(), ts.max()
+    date = bool((ts == ts.dt.normalize()).all())
+    if lo == hi:
+        hi = lo + pd.Timedelta(days=1)
+    attr = Attribute.datetime(col, lo, hi, bins=bins, nullable=nullable, date=date,
+                              provenance="inferred")
+    fmt = "%Y-%m-%d" if date else "%Y-%m-%d %H:%M:%S"
+    return attr, Proposal("", col, "datetime", f"datetime on [{lo:{fmt}}, {hi:{fmt}}]"
+                          + (", whole days" if date else ""),
+                          f"{source}; the bounds are the observed range: replace them with public "
+                          "bounds (e.g. the period the data cover) and confirm")
+
+
+def _propose_column(table: str, col: str, s: pd.Series, *, public: bool, max_categories: int,
+                    bins: int) -> tuple[Attribute | None, Proposal]:
+    """One column's proposed attribute (``None``: exclude it) and the proposal that explains it."""
     nullable = bool(s.isna().any())
     values = s.dropna()
-    if pd.api.types.is_bool_dtype(values) or (
-        not pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_datetime64_any_dtype(values)
-    ):
-        if pd.api.types.is_bool_dtype(values):
-            cats = [False, True]
-        else:
-            cats = sorted(values.astype(str).unique().tolist()) if values.map(type).nunique() > 1 \
-                else sorted(values.unique().tolist())
-        if not cats:
-            cats = ["(empty)"]
-        return Attribute.categorical(col, cats, nullable=nullable, provenance="inferred")
+    n, kind_of = len(values), pd.api.types.infer_dtype(values, skipna=True)
+
+    def done(attr: Attribute | None, kind: str, proposal: str, reason: str,
+             count: int = 0) -> tuple[Attribute | None, Proposal]:
+        return attr, Proposal(table, col, kind, proposal, reason, count)
+
+    if n == 0:
+        return done(None, "excluded", "exclude", "every value is null: nothing to model")
+    if pd.api.types.is_bool_dtype(values) or kind_of == "boolean":
+        return done(Attribute.categorical(col, [False, True], nullable=nullable, provenance="inferred"),
+                    "categorical", "categorical {False, True}", "boolean values")
     if pd.api.types.is_datetime64_any_dtype(values):
-        lo, hi = values.min(), values.max()
-        if lo == hi:
-            hi = lo + pd.Timedelta(days=1)
-        return Attribute.datetime(col, lo, hi, bins=bins, nullable=nullable, provenance="inferred")
-    uniq = values.unique()
-    integer = bool(pd.api.types.is_integer_dtype(values) or
-                   (len(values) and np.all(np.mod(values.to_numpy(dtype=float), 1) == 0)))
-    if integer and len(uniq) <= max(2, min(max_categories, 20)):
-        return Attribute.categorical(col, sorted(int(u) for u in uniq), nullable=nullable,
-                                     provenance="inferred")
-    lo, hi = (float(values.min()), float(values.max())) if len(values) else (0.0, 1.0)
-    if lo == hi:
-        hi = lo + 1.0
-    return Attribute.numeric(col, lo, hi, bins=bins, integer=integer, nullable=nullable,
-                             provenance="inferred")
+        attr, p = _datetime_attribute(col, values, nullable, bins, "a datetime column")
+        return attr, replace(p, table=table)
+    if pd.api.types.is_numeric_dtype(values):
+        nums = values.to_numpy(dtype=float)
+        whole = bool(np.all(np.mod(nums, 1) == 0))
+        n_uniq = len(np.unique(nums))
+        unit = _epoch_unit(col, values) if whole else None
+        if unit is not None:
+            lo, hi = float(nums.min()), float(nums.max())
+            first, last = (pd.to_datetime(v, unit=unit) for v in (lo, hi))
+            return done(Attribute.numeric(col, lo, hi if hi > lo else lo + 1, bins=bins, integer=True,
+                                          nullable=nullable, provenance="inferred"),
+                        "datetime", f"integer epoch {'seconds' if unit == 's' else 'milliseconds'} "
+                        f"on [{first:%Y-%m-%d}, {last:%Y-%m-%d}]",
+                        "named like a time, with the range of Unix epoch "
+                        f"{'seconds' if unit == 's' else 'milliseconds'}: kept as integers on the "
+                        "observed bounds; replace them with public bounds and confirm")
+        if whole and not public and n >= 50 and n_uniq == n and _ID_NAME.search(col):
+            return done(None, "excluded", "exclude", f"identifier: named like an id and every one of "
+                        f"the {n:,} values is distinct (not a key of this table)")
+        if whole and n_uniq <= max(2, min(max_categories, 20)):
+            cats = sorted(int(u) for u in np.unique(nums))
+            return done(Attribute.categorical(col, cats, nullable=nullable, provenance="inferred"),
+                        "categorical", f"categorical over {len(cats)} integer(s)",
+                        f"whole numbers with only {len(cats)} distinct value(s) (≤ 20); the list is "
+                        "the observed one: confirm it is public")
+        if not whole and n_uniq <= min(max_categories, 20) and 5 * n_uniq <= n:
+            cats = sorted(float(u) for u in np.unique(nums))
+            return done(Attribute.categorical(col, cats, nullable=nullable, provenance="inferred"),
+                        "categorical", f"categorical over {len(cats)} numbers",
+                        f"only {len(cats)} distinct values (≤ 20), each repeated (e.g. rates in "
+                        "steps): synthetic values are among them; the list is the observed one: "
+                        "confirm it is public")
+        lo, hi = float(nums.min()), float(nums.max())
+        attr = Attribute.numeric(col, lo, hi if hi > lo else lo + 1.0, bins=bins, integer=whole,
+                                 nullable=nullable, provenance="inferred")
+        if whole:
+            why = ("an integer column" if pd.api.types.is_integer_dtype(values)
+                   else f"every one of the {n:,} values is a whole number")
+            return done(attr, "integer", f"numeric, integer=True, on [{_fmt(lo)}, {_fmt(hi)}]",
+                        f"{why}: synthetic values are whole too; the bounds are the observed "
+                        f"range ({bins} bins): replace them with public bounds and confirm")
+        return done(attr, "numeric", f"numeric on [{_fmt(lo)}, {_fmt(hi)}]",
+                    f"numbers with {n_uniq:,} distinct values; the bounds are the observed range "
+                    f"({bins} bins): replace them with public bounds and confirm")
+    ts = _datetime_values(values)
+    if ts is not None:
+        bad = int(ts.isna().sum())
+        attr, p = _datetime_attribute(col, ts, nullable, bins, "text in ISO 8601 date/time form"
+                                      + (f" ({bad:,} values do not parse: relviz validate lists them)"
+                                         if bad else ""))
+        return attr, replace(p, table=table)
+    text = values.astype(str) if values.map(type).nunique() > 1 else values
+    n_uniq = int(text.nunique())
+    if not public:
+        shape = _text_shape(text)
+        if shape is not None:
+            return done(None, "excluded", "exclude", shape[1])
+        if _PII_NAME.search(col) and n_uniq > 20 and n_uniq >= 0.5 * n:
+            return done(None, "excluded", "exclude", f"the name suggests personal data or free text "
+                        f"and {n_uniq:,} of {n:,} values ({n_uniq / n:.0%}) are distinct")
+        if n_uniq > 20 and n_uniq >= 0.9 * n:
+            return done(None, "excluded", "exclude", f"identifier-like: {n_uniq:,} distinct values in "
+                        f"{n:,} rows ({n_uniq / n:.0%}); a categorical over them would release "
+                        "them")
+        if n_uniq > max_categories:
+            return done(None, "excluded", "exclude", f"{n_uniq:,} distinct values: more than "
+                        f"max_categories={max_categories} for a categorical domain; declare a "
+                        "coarser public domain to model it")
+    cats = sorted(text.unique().tolist())
+    return done(Attribute.categorical(col, cats, nullable=nullable, provenance="inferred"),
+                "categorical", f"categorical over {len(cats)} values",
+                "text with few distinct values" + (" (a public table: kept whole)" if public else "")
+                + "; the category list is the observed one: confirm it is public")
+
+
+def _propose_columns(table: str, df: pd.DataFrame, skip: Iterable[str], *, public: bool = False,
+                     max_categories: int = 200, bins: int = 32
+                     ) -> tuple[tuple[Attribute, ...], tuple[str, ...], list[Proposal]]:
+    """Proposed attributes, excluded columns and one proposal per column of ``df`` not in
+    ``skip``."""
+    skip = set(skip)
+    attrs, excluded, props = [], [], []
+    for c in df.columns:
+        if c in skip:
+            continue
+        attr, p = _propose_column(table, c, df[c], public=public, max_categories=max_categories,
+                                  bins=bins)
+        props.append(p)
+        if attr is None:
+            excluded.append(c)
+        else:
+            attrs.append(attr)
+    return tuple(attrs), tuple(excluded), props
 
 
 def infer_attributes(df: pd.DataFrame, exclude: Iterable[str] = (), *, max_categories: int = 200,
                      bins: int = 32) -> tuple[Attribute, ...]:
     """Proposed attributes (``provenance="inferred"``) for the columns of ``df`` not in ``exclude``.
 
-    Text and boolean columns become categorical over the observed values; integer columns with at
-    most 20 distinct values categorical too; other numbers numeric on the observed range with
-    ``bins`` uniform bins; datetimes datetime. Reads the data: not a public domain.
+    Booleans and text with few distinct values become categorical over the observed values,
+    integers with at most 20 distinct values categorical too; ISO 8601 text and datetime columns
+    datetime (``date=True`` when every value is midnight); integer columns named like a time with
+    an epoch range numeric integers; other numbers numeric on the observed range with ``bins``
+    uniform bins (``integer=True`` when every value is whole). Columns that look like identifiers,
+    personal data or free text are left out: :func:`infer_schema` proposes them for the table's
+    ``exclude`` list, with the reason. Reads the data: not a public domain.
     """
-    exclude = set(exclude)
-    return tuple(_infer_attribute(c, df[c], max_categories, bins) for c in df.columns
-                 if c not in exclude)
+    return _propose_columns("", df, exclude, max_categories=max_categories, bins=bins)[0]
 
 
 def propose_foreign_keys(
@@ -1007,8 +1369,10 @@ def propose_foreign_keys(
     A child column ``c`` is proposed as an FK to a parent with single-column primary key ``p``
     when ``c`` is not the child's own single-column key, at least ``min_containment`` of its
     non-null values are parent keys, and either its name matches the parent (``c == p``,
-    ``<parent>_id``, ``<parent singular>_id``, …) or it is a text column fully contained in the
-    parent's keys. Reads the data: a curator view, not private.
+    ``<parent>_id``, ``<parent singular>_id``, …, also after a short table prefix such as TPC-H's
+    ``o_custkey`` ~ ``c_custkey``) or it is a text column fully contained in the
+    parent's keys. Parent keys may hold a few duplicates (a near-key, see :func:`infer_schema`).
+    Reads the data: a curator view, not private.
 
     Returns:
         Proposals sorted by child table, then column; one per (child column, parent) pair.
@@ -1027,18 +1391,21 @@ def propose_foreign_keys(
             if values.empty or pd.api.types.is_float_dtype(values) and not np.all(
                     np.mod(values.to_numpy(dtype=float), 1) == 0):
                 continue
+            is_text = not pd.api.types.is_numeric_dtype(values)
             for parent, keys in key_sets.items():
                 if parent == child and own_pk == (col,):
                     continue
                 pk = primary_keys[parent][0]
                 names = {_norm(p.format(t=parent, s=_singular(parent))) for p in _ID_PATTERNS}
-                name_match = _norm(col) == _norm(pk) or _norm(col) in names
+                name_match = (_norm(col) == _norm(pk) or _norm(col) in names
+                              or _unprefixed(col) == _unprefixed(pk) or _unprefixed(col) in names)
+                if not (name_match or is_text):
+                    continue  # neither named like the parent's key nor text: never proposed
                 try:
                     inside = values.isin(keys)
                 except TypeError:
                     continue
                 containment = float(inside.mean())
-                is_text = not pd.api.types.is_numeric_dtype(values)
                 if containment < min_containment:
                     continue
                 if not (name_match or (is_text and containment == 1.0 and len(keys) >= 2)):
@@ -1053,50 +1420,156 @@ def propose_foreign_keys(
     return proposals
 
 
+def _propose_public(frames: Mapping[str, pd.DataFrame], fks: Sequence[ForeignKey],
+                    small_table_rows: int) -> tuple[set[str], list[Proposal]]:
+    """Small reference tables proposed public: at most ``small_table_rows`` rows, referenced by
+    an FK of another table, and referring only to tables proposed public (a public table may not
+    refer to a private one)."""
+    g = nx.DiGraph()
+    g.add_nodes_from(frames)
+    g.add_edges_from((fk.parent, fk.child) for fk in fks if not fk.self_referential)
+    try:
+        order = list(nx.topological_sort(g))
+    except nx.NetworkXUnfeasible:
+        return set(), []
+    public: set[str] = set()
+    props = []
+    for t in order:
+        users = sorted({f"{fk.child}.{'+'.join(fk.columns)}" for fk in fks
+                        if fk.parent == t and fk.child != t})
+        parents = {fk.parent for fk in fks if fk.child == t}
+        n = len(frames[t])
+        if n <= small_table_rows and users and parents <= public:
+            public.add(t)
+            props.append(Proposal(t, None, "public_table", "public (released verbatim, no budget)",
+                                  f"a small reference table: {n:,} rows (≤ {small_table_rows}), "
+                                  f"referenced by {', '.join(users[:3])}"
+                                  + (" …" if len(users) > 3 else "")
+                                  + (", referring only to public tables" if parents else "")
+                                  + "; confirm that its contents are public knowledge, or mark "
+                                  "it private"))
+    return public, props
+
+
 def infer_schema(
     frames: Mapping[str, pd.DataFrame],
     *,
+    primary_keys: Mapping[str, Sequence[str]] | None = None,
+    foreign_keys: Sequence[ForeignKey] | None = None,
     max_categories: int = 200,
     bins: int = 32,
     min_containment: float = 0.9,
+    small_table_rows: int = 30,
+    max_key_duplicates: float = 0.05,
 ) -> Schema:
-    """Propose a schema from data frames: primary keys, foreign keys, attribute domains.
+    """Propose a schema from data frames: keys, foreign keys, public tables, attribute domains,
+    excluded columns and key formats, each with the reason (``Schema.proposals``).
 
-    This is a starting point for a curator, not a private step: it reads the data. Every
-    attribute domain is marked ``provenance="inferred"`` (and every FK's nullability
-    ``nullable_provenance="inferred"``) and every table private with a row-level
-    privacy unit; FKs come from :func:`propose_foreign_keys` (one parent per child column, the
-    best-contained; name matches first). Caller frames are not modified.
+    This is a starting point for a curator, not a private step: it reads the data. The rules:
+
+    * Primary keys: declared ones (``primary_keys``, e.g. a database file's PRIMARY KEYs), else a
+      unique never-null column named or placed like a key; failing that a *near-key* named like
+      one with at most ``max_key_duplicates`` duplicate rows, kept as the key with its duplicates
+      reported (kind ``"near_key"``), so the FKs into it are still proposed.
+    * Foreign keys: declared ones (``foreign_keys``), else :func:`propose_foreign_keys` (one
+      parent per child column, name matches first, then the best-contained); nullability is
+      marked ``nullable_provenance="inferred"``.
+    * Public tables: at most ``small_table_rows`` rows, referenced by another table and referring
+      only to public tables (lookup lists such as TPC-H's 5 regions and 25 nations); every other
+      table is private under a row-level unit, with a placeholder cap of 1000 on each FK between
+      private tables (review the caps).
+    * Attributes (:func:`infer_attributes`): ISO 8601 text and datetimes → datetime (whole days
+      when every value is midnight); integers named like a time with an epoch range → integer
+      numeric; whole-valued numbers → ``integer=True``; few distinct integers or text values →
+      categorical. Columns of private tables that look like identifiers (near-unique text,
+      unique integers named like an id), personal data (e-mail, phone or web-address shapes,
+      names such as ``*_name``/``*_address`` with many distinct values), free text (≥ 5 words or
+      ≥ 40 characters typically) or with more than ``max_categories`` values are proposed for
+      the table's ``exclude`` list.
+    * Key formats: a text primary key of a table gets a :class:`~relviz.keys.KeyFormat` proposed
+      from its shape (``"N10156"`` → prefix ``"N"``, width 5), so synthetic keys keep the type.
+
+    Every attribute domain and key format is marked ``provenance="inferred"``: not public until
+    the curator confirms it (synthesis refuses it otherwise). Caller frames are not modified.
 
     Args:
         frames: ``{table name: DataFrame}``.
-        max_categories: Text columns with more distinct values than this are still categorical
-            (the domain is what it is) — a warning sign that the column may be an identifier.
-        bins: Uniform bins proposed for numeric columns.
+        primary_keys: Declared primary keys (tables missing here are guessed).
+        foreign_keys: Declared foreign keys (then none is guessed).
+        max_categories: Most distinct text values proposed as a categorical domain.
+        bins: Uniform bins proposed for numeric and datetime columns.
         min_containment: See :func:`propose_foreign_keys`.
+        small_table_rows: Largest referenced table proposed public.
+        max_key_duplicates: Largest share of duplicate rows of a near-key.
 
     Returns:
-        A :class:`Schema`; review it (e.g. in ``relviz.ui.SchemaEditor``) before synthesis.
+        A :class:`Schema` whose ``proposals`` list what was proposed and why; review it (e.g. in
+        ``relviz.ui.SchemaEditor``, or ``relviz schema``'s notes) before synthesis.
     """
-    pks = {name: _guess_primary_key(name, df) for name, df in frames.items()}
-    props = propose_foreign_keys(frames, pks, min_containment=min_containment)
-    chosen: dict[tuple[str, str], FKProposal] = {}
-    for p in sorted(props, key=lambda p: (not p.name_match, -p.containment)):
-        chosen.setdefault((p.fk.child, p.fk.columns[0]), p)
-    fks = []
-    used_names: set[str] = set()
-    for p in chosen.values():
-        fk = p.fk
-        if fk.name in used_names:
-            continue
-        used_names.add(fk.name)
-        fks.append(replace(fk, nullable_provenance="inferred"))
+    props: list[Proposal] = []
+    pks: dict[str, tuple[str, ...]] = {}
+    for name, df in frames.items():
+        if primary_keys is not None and name in primary_keys:
+            pks[name] = tuple(primary_keys[name])
+            if pks[name]:
+                cols = list(pks[name])
+                dup = df[cols].duplicated(keep=False) if all(c in df for c in cols) else pd.Series([], dtype=bool)
+                if dup.any():
+                    ex = df.loc[dup, cols].drop_duplicates().head(5).to_numpy()
+                    props.append(Proposal(name, ", ".join(cols), "near_key", "primary key (declared; "
+                                          "duplicates to fix)", "declared by the database, but "
+                                          f"{int(dup.sum()):,} rows repeat a key: fix them before "
+                                          "synthesis (relviz validate lists them)", int(dup.sum()),
+                                          tuple(v[0] if len(v) == 1 else tuple(v) for v in ex)))
+                else:
+                    props.append(Proposal(name, ", ".join(cols), "primary_key", "primary key",
+                                          "declared by the database (PRIMARY KEY)"))
+        else:
+            pks[name], p = _guess_primary_key(name, df, max_key_duplicates)
+            if p is not None:
+                props.append(p)
+    if foreign_keys is not None:
+        fks = [replace(fk, nullable_provenance="inferred") for fk in foreign_keys]
+        props += [Proposal(fk.child, ", ".join(fk.columns), "foreign_key", f"FK → {fk.parent}",
+                           "declared by the database (FOREIGN KEY)") for fk in fks]
+    else:
+        fk_props = propose_foreign_keys(frames, pks, min_containment=min_containment)
+        chosen: dict[tuple[str, str], FKProposal] = {}
+        for p in sorted(fk_props, key=lambda p: (not p.name_match, -p.containment)):
+            chosen.setdefault((p.fk.child, p.fk.columns[0]), p)
+        fks, used_names = [], set()
+        for p in chosen.values():
+            if p.fk.name in used_names:
+                continue
+            used_names.add(p.fk.name)
+            fks.append(replace(p.fk, nullable_provenance="inferred"))
+            props.append(Proposal(p.fk.child, p.fk.columns[0], "foreign_key",
+                                  f"FK → {p.fk.parent}.{p.fk.parent_columns[0]}", p.reason
+                                  + (f"; {p.orphans:,} orphan rows (repair them)" if p.orphans else ""),
+                                  p.orphans))
+    public, pub_props = _propose_public(frames, fks, small_table_rows)
+    props += pub_props
     tables = []
     for name, df in frames.items():
-        exclude = set(pks[name]) | {c for fk in fks if fk.child == name for c in fk.columns}
-        tables.append(Table(name, pks[name], infer_attributes(df, exclude, max_categories=max_categories,
-                                                              bins=bins)))
-    caps = {fk.name: 1000 for fk in fks}
+        fk_cols = {c for fk in fks if fk.child == name for c in fk.columns}
+        attrs, excluded, col_props = _propose_columns(
+            name, df, set(pks[name]) | fk_cols, public=name in public,
+            max_categories=max_categories, bins=bins)
+        props += col_props
+        formats = []
+        for c in pks[name]:
+            if c in fk_cols or name in public:  # a public table's keys are copied verbatim
+                continue
+            fmt, why = propose_key_format(c, df[c])
+            if fmt is not None:
+                formats.append(fmt)
+                props.append(Proposal(name, c, "key_format", f"key format {fmt.template!r}", why))
+        tables.append(Table(name, pks[name], attrs, public=name in public, exclude=excluded,
+                            key_format=tuple(formats)))
+    caps = {fk.name: 1000 for fk in fks if fk.child not in public and fk.parent not in public}
+    order = {n: i for i, n in enumerate(frames)}
+    props.sort(key=lambda p: order.get(p.table, len(order)))
     return Schema(tuple(tables), tuple(fks),
                   PrivacyUnit(entity=None, caps=caps,
-                              rationale="inferred: row-level unit with placeholder caps; review them"))
+                              rationale="inferred: row-level unit with placeholder caps; review them"),
+                  proposals=tuple(props))

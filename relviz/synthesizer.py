@@ -28,6 +28,7 @@ import pandas as pd
 from relviz.database import Database
 from relviz.encoding import EncodedTable, decode_table, encode_table
 from relviz.errors import DataError, NotFittedError, PlanError, Problem, SchemaError
+from relviz.keys import format_synthetic_keys
 from relviz.plan import Plan
 from relviz.privacy.accountant import Accountant, epsilon_from_rho
 from relviz.privacy.budget import Budget
@@ -390,6 +391,7 @@ class RelationalSynthesizer:
                         f"{name}: dropped {int(dup.sum()):,} rows whose key {t.primary_key} repeated "
                         "an earlier row (independent links drew the same pair twice)")
                     frames[name] = frames[name][~dup.to_numpy()].reset_index(drop=True)
+        frames = format_synthetic_keys(schema, frames)  # the schema's public key formats, last
         ordered = {n: frames[n][list(schema.columns(n))] for n in schema.table_names}
         db = Database(schema, ordered, validate=False)
         problems = db.problems()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from fractions import Fraction
 
@@ -205,3 +206,91 @@ def test_synth_denorm(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     plan = json.loads((out / "release" / "plan.json").read_text())
     assert {c["method"] for c in plan["components"] if c["kind"] == "edge"} == {"denorm"}
     assert len(pd.read_parquet(out / "release" / "tables" / "persons.parquet")) > 0
+
+
+def _accept(schema_json: str) -> dict:
+    """What a curator does after reviewing a proposed schema: drop every "inferred" mark."""
+    d = json.loads(schema_json)
+    for t in d["tables"]:
+        for a in t["attributes"]:
+            a.pop("provenance", None)
+        for f in (t.get("key_format") or {}).values():
+            f.pop("provenance", None)
+    for fk in d["foreign_keys"]:
+        fk.pop("nullable_provenance", None)
+    return d
+
+
+def test_schema_proposals_accepted_then_synth(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """relviz schema → accept the proposals → relviz validate → relviz synth, on CSV files shaped
+    like a user's TPC-H export (dates as text, names, phones, comments, 5- and 25-row lookup
+    tables, text keys like "N10156")."""
+    from tests.messy_data import messy_csv, tpch_like
+
+    frames = {**tpch_like(), **{k: v for k, v in messy_csv().items() if k in ("planes", "flights")}}
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, df in frames.items():
+        df.to_csv(data / f"{name}.csv", index=False)
+    assert main(["schema", "--data", str(data)]) == 0
+    cap = capsys.readouterr()
+    proposed = json.loads(cap.out)
+    kinds = {(p["table"], p["column"]): p["kind"] for p in proposed["proposals"]}
+    assert kinds[("customer", "c_phone")] == "excluded" and kinds[("orders", "o_orderdate")] == "datetime"
+    assert kinds[("region", None)] == "public_table"
+    tables = {t["name"]: t for t in proposed["tables"]}
+    assert "c_phone" in tables["customer"]["exclude"] and tables["region"]["public"]
+    assert tables["planes"]["key_format"]["tailnum"]["prefix"] == "N"
+    # the same proposals, explained, on stderr (stdout stays the JSON to save)
+    assert "proposals read from the data (curator view, not private)" in cap.err
+    assert re.search(r"c_phone\s+excluded\s+exclude: personal data", cap.err)
+    assert "region (public)" in cap.err and "marked \"inferred\"" in cap.err
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(_accept(cap.out)))
+    assert main(["validate", "--data", str(data), "--schema", str(schema)]) == 0
+    out_v = capsys.readouterr().out
+    assert "excluded (not modelled): customer: c_name, c_address, c_phone, c_email, c_comment" in out_v
+    out = tmp_path / "out"
+    assert main(["synth", "--data", str(data), "--schema", str(schema), "--mechanism", "independent",
+                 "--epsilon", "2", "--seed", "0", "--out", str(out), "--quiet", "--no-report"]) == 0
+    summary = capsys.readouterr().out
+    assert "excluded columns" in summary and "customer: c_name, c_address" in summary
+    assert "NOT DIFFERENTIALLY PRIVATE" not in summary
+    tables_dir = out / "release" / "tables"
+    customer = pd.read_parquet(tables_dir / "customer.parquet")
+    assert "c_phone" not in customer.columns and "c_acctbal" in customer.columns
+    orders = pd.read_parquet(tables_dir / "orders.parquet")
+    assert (orders["o_orderdate"] == orders["o_orderdate"].dt.normalize()).all()
+    assert (orders["o_distance"] % 1 == 0).all()
+    flights = pd.read_parquet(tables_dir / "flights.parquet")
+    assert flights["tailnum"].str.fullmatch(r"N\d{5}").all()
+    assert len(pd.read_parquet(tables_dir / "region.parquet")) == 5
+    released = json.loads((out / "release" / "schema.json").read_text())
+    assert "proposals" not in released  # read from the data: curator material only
+    con = sqlite3.connect(out / "release" / "synthetic.sqlite")
+    assert con.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", con.execute("SELECT o_orderdate FROM orders").fetchone()[0])
+    con.close()
+
+
+def test_drop_undeclared(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    frames = tiny_frames()
+    frames["persons"]["notes"] = "free text about a person"
+    for name, df in frames.items():
+        df.to_csv(tmp_path / f"{name}.csv", index=False)
+    tiny_schema().to_json(tmp_path / "schema.json")
+    base = ["--data", str(tmp_path), "--schema", str(tmp_path / "schema.json")]
+    assert main(["validate", *base]) == 2
+    err = capsys.readouterr().err
+    assert "[undeclared_column] persons.notes" in err and "--drop-undeclared" in err
+    assert main(["validate", *base, "--drop-undeclared"]) == 0
+    cap = capsys.readouterr()
+    assert "note: --drop-undeclared: excluded persons: notes" in cap.err
+    assert "excluded (not modelled): persons: notes" in cap.out
+    out = tmp_path / "out"
+    assert main(["synth", *base, "--drop-undeclared", "--mechanism", "independent", "--seed", "0",
+                 "--out", str(out), "--quiet", "--no-report"]) == 0
+    assert "persons: notes" in capsys.readouterr().out
+    assert "notes" not in pd.read_parquet(out / "release" / "tables" / "persons.parquet").columns
+    released = json.loads((out / "release" / "schema.json").read_text())
+    assert [t["exclude"] for t in released["tables"] if t["name"] == "persons"] == [["notes"]]
