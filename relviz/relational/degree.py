@@ -361,30 +361,66 @@ class DegreeLink:
         if n_p == 0:
             raise ValueError("cannot link children to an empty parent table")
         if self.public_parent and self.model is not None and len(self.weights) == n_p:
-            counts = _match_total(self.model_degrees(target, rng), target, rng)
+            counts = match_total(self.model_degrees(target, rng), target, rng, cap=self.cap)
         elif self.public_parent:
             w = self.weights if len(self.weights) == n_p else np.ones(n_p)
             counts = round_counts(w, target, rng)
         else:
-            counts = _match_total(self.draw_degrees(n_p, rng), target, rng)
+            counts = match_total(self.draw_degrees(n_p, rng), target, rng, cap=self.cap)
         progress(0.5, "assigning children")
         slots = np.repeat(np.arange(n_p, dtype=np.int64), counts)
         out[rows] = slots[rng.permutation(target)]
         return out
 
 
-def _match_total(deg: np.ndarray, target: int, rng: np.random.Generator) -> np.ndarray:
-    """Degrees with exactly ``target`` children: the slots thinned uniformly (more slots than
-    children: keeps the shape of the distribution) or topped up in proportion to the degrees."""
+def match_total(deg: np.ndarray, target: int, rng: np.random.Generator, *, cap: int = 0,
+                offset: float = 0.0, strict_cap: bool = False) -> np.ndarray:
+    """Degrees close to ``deg`` with exactly ``target`` children in all.
+
+    Too many: the slots are thinned uniformly (keeps the shape of the distribution). Too few: the
+    deficit is added in proportion to ``deg + offset`` among the parents below ``cap`` (``0``: no
+    cap), in rounds until it is placed. Shared by the degree baseline (``offset`` 0) and Denorm's
+    group sizes (``offset`` 1) so that no synthetic parent exceeds a published cap τ; only when
+    ``target`` exceeds ``τ·len(deg)`` (more synthetic children than the cap allows) does the rest
+    go in proportion to ``deg + offset`` over every parent, since every child needs a parent
+    (``strict_cap``: stop at the cap instead and return fewer, for Denorm, which generates the
+    children from the sizes).
+
+    Args:
+        deg: ``(n,)`` non-negative int degrees.
+        target: Total number of children (≥ 0).
+        cap: τ, or 0 for none.
+        offset: Added to the top-up weights (1: childless parents can get children too).
+        strict_cap: Never exceed ``cap``, even if the total then falls short of ``target``.
+
+    Returns:
+        ``(n,)`` int64 degrees summing to ``target`` (at most ``target`` with ``strict_cap``).
+    """
+    deg = np.asarray(deg, dtype=np.int64)
     n = len(deg)
     s = int(deg.sum())
-    if s == 0:
+    if s == 0 and offset == 0:
         deg, s = np.ones(n, dtype=np.int64), n
     if s >= target:
         slots = np.repeat(np.arange(n), deg)
         keep = rng.choice(s, size=target, replace=False)
-        return np.bincount(slots[keep], minlength=n)
-    return deg + rng.multinomial(target - s, deg / s)
+        return np.bincount(slots[keep], minlength=n).astype(np.int64)
+    deficit = target - s
+    while deficit > 0 and cap > 0:
+        room = cap - deg
+        w = np.where(room > 0, deg + offset, 0.0)
+        if w.sum() <= 0:
+            w = (room > 0).astype(np.float64)
+            if w.sum() == 0:
+                break
+        add = np.minimum(rng.multinomial(deficit, w / w.sum()), np.maximum(room, 0))
+        deg = deg + add
+        deficit = target - int(deg.sum())
+    if deficit > 0 and not (strict_cap and cap > 0):
+        w = deg + offset
+        w = w if w.sum() > 0 else np.ones(n)
+        deg = deg + rng.multinomial(deficit, w / w.sum())
+    return deg
 
 
 @register

@@ -105,7 +105,7 @@ from relviz.privacy.mechanisms import gaussian_sigma
 from relviz.privacy.postprocessing import project_counts, project_counts_moment
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
-from relviz.relational.degree import DegreeLink, DegreeLinker, degree_bin_edges
+from relviz.relational.degree import DegreeLink, DegreeLinker, degree_bin_edges, match_total
 from relviz.relational.registry import register_database
 from relviz.schema import ForeignKey, Schema, Table
 
@@ -241,28 +241,6 @@ def _rng(seed: int, stage: str, name: str) -> np.random.Generator:
                                   *(int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4))])
 
 
-def _fit_sum(deg: np.ndarray, target: int, tau: int, rng: np.random.Generator) -> np.ndarray:
-    """Group sizes close to ``deg`` that add up to ``target`` (thinned uniformly over the slots, or
-    topped up in proportion to ``size + 1`` among the groups below ``τ``)."""
-    deg = deg.astype(np.int64)
-    s = int(deg.sum())
-    if s > target:
-        slots = np.repeat(np.arange(len(deg)), deg)
-        keep = rng.choice(s, size=target, replace=False)
-        return np.bincount(slots[keep], minlength=len(deg)).astype(np.int64)
-    deficit = target - s
-    while deficit > 0:
-        room = tau - deg
-        open_ = room > 0
-        if not open_.any():
-            break
-        w = np.where(open_, deg + 1.0, 0.0)
-        add = np.minimum(rng.multinomial(deficit, w / w.sum()), room)
-        deg = deg + add
-        deficit = target - int(deg.sum())
-    return deg
-
-
 @dataclass
 class _FittedJoin:
     join: Join
@@ -323,7 +301,8 @@ class FittedDenorm:
         n_p = max(1, int(round(fj.n_parent * scale)))
         deg = fj.sizes.draw_degrees(n_p, rng)
         if fj.n_child is not None:
-            deg = _fit_sum(deg, int(round(fj.n_child * scale)), fj.sizes.cap, rng)
+            deg = match_total(deg, int(round(fj.n_child * scale)), rng, cap=fj.sizes.cap, offset=1.0,
+                                  strict_cap=True)
         n_c = int(deg.sum())
         n_zero = int((deg == 0).sum())
         rep(0.2, f"sampling {n_c + n_zero:,} joined rows")
