@@ -24,16 +24,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from relviz.errors import Problem
 
-if TYPE_CHECKING:  # pragma: no cover
-    from relviz.schema import Schema
-
+# ``schema`` arguments are relviz.schema.Schema objects; not imported here (relviz.schema
+# imports this module).
 __all__ = ["KeyFormat", "propose_key_format", "key_roots", "format_synthetic_keys"]
 
 _TEMPLATE = re.compile(r"^(?P<prefix>[^{}]*)\{(?::(?P<zero>0)?(?P<width>\d+)?d)?\}(?P<suffix>[^{}]*)$")
@@ -219,7 +218,7 @@ def propose_key_format(column: str, values: pd.Series, *,
                  "keys follow a public pattern")
 
 
-def key_roots(schema: Schema) -> dict[tuple[str, str], tuple[str, str]]:
+def key_roots(schema: Any) -> dict[tuple[str, str], tuple[str, str]]:
     """For every key column, the primary-key column its values come from.
 
     A primary-key column that is not a foreign-key column is its own root; a foreign-key column
@@ -249,7 +248,7 @@ def key_roots(schema: Schema) -> dict[tuple[str, str], tuple[str, str]]:
     return out
 
 
-def format_synthetic_keys(schema: Schema, frames: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+def format_synthetic_keys(schema: Any, frames: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Give synthetic keys their public format: the last step of sampling.
 
     Each private table's primary-key columns that are not foreign-key columns hold surrogate
