@@ -3,6 +3,8 @@
 Run from the repository root::
 
     python benchmarks/evaluate_speed.py [--cache DIR] [--html PATH] [--embed-n N]
+    python benchmarks/evaluate_speed.py --tsne [--embed-n N] [--repeat R]   # t-SNE settings only
+    python benchmarks/evaluate_speed.py --warmup                           # first fit, cold vs warmed
 
 The synthetic copy is made by ``RelationalSynthesizer(Plan.default(schema, 1.0, 1e-6),
 random_state=0)`` (≈ 25 s the first time, JAX compile included) and cached as Parquet in ``--cache``
@@ -12,17 +14,31 @@ shared machine). Steps: encoding to public codes, validity, 1-way/2-way TVD, deg
 Column Pair Trends, Cardinality, Intertable Trends, the 3-way cross-table errors, association
 matrices, a t-SNE embedding of ``--embed-n`` rows per side (0 to skip), the full QualityReport,
 the RelationalReport and report.html (with its file size).
+
+``--tsne`` times only the t-SNE map of ``flights`` (``--embed-n`` rows per side), ``--repeat``
+times each: openTSNE's own defaults as relviz used them before issue 14 (Annoy neighbours,
+Barnes–Hut with θ = 0.5, 250 + 500 iterations) against relviz's settings now (exact neighbours,
+θ = 0.8, 125 + 250 iterations; docs in ``relviz.evaluate.embedding``), with wall and CPU seconds,
+the time to the preview (the map after early exaggeration), the share of each row's 10 nearest
+neighbours (in the encoded features) that stay among its 10 nearest on the map, and the detection
+score.
+
+``--warmup`` runs, each in a fresh interpreter: the first nycflights13 fit cold, and the first fit
+after :func:`relviz.single.warmup.warmup` (the Studio's background warm-up), and a second fit.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -54,17 +70,88 @@ def synthetic_copy(db: Database, cache: Path) -> tuple[Database, dict | None]:
     return Database(db.schema, frames), ledger
 
 
+def knn_kept(x: np.ndarray, y: np.ndarray, k: int = 10) -> float:
+    """Mean share of each row's ``k`` nearest neighbours in ``x`` that are among its ``k`` nearest in ``y``."""
+    from sklearn.neighbors import NearestNeighbors
+
+    hi = NearestNeighbors(n_neighbors=k + 1).fit(x).kneighbors(return_distance=False)[:, 1:]
+    lo = NearestNeighbors(n_neighbors=k + 1).fit(y).kneighbors(return_distance=False)[:, 1:]
+    return float(np.mean([len(set(a) & set(b)) / k for a, b in zip(hi, lo)]))
+
+
+TSNE_SETTINGS = {
+    "before (openTSNE defaults: annoy, θ .5, 250+500)": {"neighbors": "annoy", "theta": 0.5,
+                                                        "early_exaggeration_iter": 250, "n_iter": 500},
+    "now (relviz defaults: exact, θ .8, 125+250)": {},
+}
+
+
+def tsne_bench(real: Database, syn: Database, n: int, repeat: int) -> None:
+    """Time ``embed`` on flights with the settings of :data:`TSNE_SETTINGS` (wall, CPU, quality)."""
+    from relviz.evaluate.embedding import encode_rows, rows_to_embed
+
+    rdf, sdf, kinds, _ = rows_to_embed(real, syn, table="flights")
+    picks = []
+    for df in (rdf, sdf):  # the rows embed() samples (same seed)
+        idx = np.sort(np.random.default_rng(0).choice(len(df), size=min(n, len(df)), replace=False))
+        picks.append(df.iloc[idx].reset_index(drop=True))
+    x = np.vstack(encode_rows(picks[0], picks[1], kinds)[:2])
+    print(f"t-SNE of flights, {n:,} real + {n:,} synthetic rows, {x.shape[1]} features, n_jobs=1, "
+          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(unset)')}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    for label, kw in TSNE_SETTINGS.items():
+        for r in range(repeat):
+            first: list[float] = []
+            w, c = time.perf_counter(), time.process_time()
+            emb = ev.embed(real, syn, table="flights", n=n, preview=lambda e, f=first: f.append(time.perf_counter()),
+                           **kw)
+            wall, cpu = time.perf_counter() - w, time.process_time() - c
+            xy = emb.frame[["x", "y"]].to_numpy()
+            print(f"  {label:<50} run {r + 1}: {wall:6.1f} s wall {cpu:6.1f} s cpu, preview at "
+                  f"{first[0] - w:5.1f} s; 10-NN kept {knn_kept(x, xy):.3f}, detection {emb.detection_score:.3f}",
+                  flush=True)
+
+
+def warmup_bench() -> None:
+    """First fit in a fresh interpreter: cold, and after the Studio's warm-up."""
+    code = """
+import time, relviz
+from relviz import Plan, RelationalSynthesizer
+db = relviz.datasets.load("nycflights13")
+if {warm}:
+    from relviz.single.warmup import warmup
+    print(f"  warm-up (tiny made-up database): {{warmup():.1f}} s wall", flush=True)
+for what in ("first fit", "second fit"):
+    w, c = time.perf_counter(), time.process_time()
+    RelationalSynthesizer(Plan.default(db.schema, 1.0, 1e-6), random_state=0).fit(db)
+    print(f"  {{what}}: {{time.perf_counter() - w:.1f}} s wall, {{time.process_time() - c:.1f}} s cpu", flush=True)
+"""
+    root = str(Path(__file__).resolve().parents[1])
+    for warm in (False, True):
+        print(("after the warm-up" if warm else "cold") + f" (load average {os.getloadavg()[0]:.1f}):", flush=True)
+        subprocess.run([sys.executable, "-W", "ignore", "-c", code.format(warm=warm)], check=True, cwd=root)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", default="/tmp/relviz-bench/nycflights13")
     ap.add_argument("--html", default="/tmp/relviz-bench/nycflights13/report.html")
     ap.add_argument("--embed-n", type=int, default=2000)
+    ap.add_argument("--tsne", action="store_true", help="time the t-SNE settings only")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per t-SNE setting (--tsne)")
+    ap.add_argument("--warmup", action="store_true", help="first fit, cold vs after the warm-up")
     args = ap.parse_args()
+    if args.warmup:
+        warmup_bench()
+        return
 
     t = time.perf_counter()
     real = relviz.datasets.load("nycflights13")
     print(f"load nycflights13: {time.perf_counter() - t:.1f} s")
     syn, ledger = synthetic_copy(real, Path(args.cache))
+    if args.tsne:
+        tsne_bench(real, syn, args.embed_n, args.repeat)
+        return
 
     def fresh() -> tuple[Database, Database]:  # new objects: per-database caches start empty
         return Database(real.schema, real.tables, validate=False), Database(syn.schema, syn.tables, validate=False)

@@ -49,15 +49,50 @@ _FONT = {"family": "Inter, Helvetica, Arial, sans-serif", "size": 13}
 
 
 def _finish(fig: go.Figure, title: str, *, height: int | None = None) -> go.Figure:
-    """Title, curator-view subtitle, white template, legend on top."""
+    """Title, curator-view subtitle, white template, legend at the bottom.
+
+    Sizing: no width (the figure takes its container's width; ``autosize``); a title longer than
+    60 characters breaks before its first parenthesis (the numbers); the legend sits at
+    the bottom edge of the figure (``yref="container"``), below the axis titles and tick labels
+    however long or rotated they are, and the axes' automatic margins make room for the labels.
+    """
+    top = 80
+    if len(title) > 60 and " (" in title:  # a long title wraps before its numbers, not off the edge
+        head, _, rest = title.partition(" (")
+        title, top = f"{head}<br>({rest}", 105
     fig.update_layout(
         title={"text": title, "subtitle": {"text": CURATOR_VIEW}, "x": 0.0, "xanchor": "left"},
-        template="plotly_white", font=_FONT, legend={"orientation": "h", "y": -0.2, "x": 0.0},
-        margin={"t": 80, "l": 60, "r": 30, "b": 60},
+        template="plotly_white", font=_FONT, autosize=True,
+        legend={"orientation": "h", "x": 0.0, "xanchor": "left", "y": 0.0, "yanchor": "bottom",
+                "yref": "container"},
+        margin={"t": top, "l": 60, "r": 30, "b": 70},
     )
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
     if height:
         fig.update_layout(height=height)
     return fig
+
+
+def _tick_text(t: float) -> str:
+    """A round tick label: ``1,000``, ``20``, ``0.05``, ``0.001``."""
+    if t >= 1:
+        return f"{t:,.0f}"
+    return f"{t:.{max(0, -math.floor(math.log10(t) + 1e-9))}f}"
+
+
+def _log_ticks(values: object) -> dict[str, object]:
+    """Clean ticks for a log axis over ``values``: 1, 2, 5 × 10^k when the data span at most three
+    decades, powers of ten otherwise, labelled as round numbers (plotly's own log ticks label the
+    digits 2–9 of every decade, unreadable in small figures). ``{}`` without a positive value."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return {}
+    lo, hi = math.floor(math.log10(v.min()) + 1e-9), math.ceil(math.log10(v.max()) - 1e-9)
+    steps = (1, 2, 5) if hi - lo <= 3 else (1,)
+    ticks = [m * 10.0**k for k in range(lo, hi + 1) for m in steps if m * 10.0**k <= 10.0**hi * (1 + 1e-9)]
+    return {"tickvals": ticks, "ticktext": [_tick_text(t) for t in ticks], "minor": {"showgrid": False}}
 
 
 def _fmt(x: float, pct: bool = False) -> str:
@@ -100,9 +135,10 @@ def degree_figure(comparison: DegreeComparison, *, kind: Literal["auto", "bar", 
         for source, part in data.groupby("Source", sort=False):
             fig.add_trace(go.Scatter(x=part["Degree"], y=part["CCDF"], name=str(source), mode="lines+markers",
                                      line={"color": SOURCE_COLORS[str(source)], "shape": "hv"},
-                                     marker={"size": 4}))
-        fig.update_xaxes(type="log", title="degree (children per parent)")
-        fig.update_yaxes(type="log", title="share of parents with degree ≥ x")
+                                     marker={"size": 4}, hovertemplate="degree ≥ %{x:,}: %{y:.2%} of parents"
+                                     "<extra>%{fullData.name}</extra>"))
+        fig.update_xaxes(type="log", title="degree (children per parent)", **_log_ticks(data["Degree"]))
+        fig.update_yaxes(type="log", title="share of parents with degree ≥ x", **_log_ticks(data["CCDF"]))
     elif kind in ("bar", "binned"):
         if kind == "bar":
             data = comparison.frame()
@@ -119,7 +155,8 @@ def degree_figure(comparison: DegreeComparison, *, kind: Literal["auto", "bar", 
                                  "(%{customdata:.1%})<extra>%{fullData.name}</extra>"))
         fig.update_layout(barmode="group", bargap=0.1)
         fig.update_xaxes(title=x_title, type="category" if kind == "binned" else "-")
-        fig.update_yaxes(title="parents", type="log" if log_y else "linear")
+        fig.update_yaxes(title="parents", type="log" if log_y else "linear",
+                         **(_log_ticks(data["Parents"]) if log_y else {}))
     else:
         raise ValueError("kind must be 'auto', 'bar', 'binned' or 'ccdf'")
     return _finish(fig, title)
@@ -141,9 +178,11 @@ def frequency_figure(frequencies: pd.DataFrame, *, title: str | None = None,
     s = frequencies[frequencies["Source"] == "Synthetic"].sort_values("Code")
     tvd = 0.5 * float(np.abs(r["Share"].to_numpy() - s["Share"].to_numpy()).sum()) if len(r) == len(s) else math.nan
     fig = go.Figure()
+    hover = "%{x}: %{y:.1%}" if measure == "Share" else "%{x}: %{y:,} rows"
     for source, part in (("Real", r), ("Synthetic", s)):
         fig.add_trace(go.Bar(x=part["Value"].astype(str), y=part[measure], name=source,
-                             marker_color=SOURCE_COLORS[source]))
+                             marker_color=SOURCE_COLORS[source],
+                             hovertemplate=hover + "<extra>%{fullData.name}</extra>"))
     fig.update_layout(barmode="group", bargap=0.15)
     fig.update_xaxes(type="category", title="value (public domain)")
     fig.update_yaxes(title="share of rows" if measure == "Share" else "rows",
@@ -174,8 +213,10 @@ def association_figure(comparison: AssociationComparison) -> go.Figure:
                       row=1, col=i)
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(tickangle=45)
-    size = max(420, 22 * len(labels) + 200)
-    return _finish(fig, f"Associations: {comparison.title}", height=size)
+    size = max(420, 22 * len(labels) + 230)
+    fig = _finish(fig, f"Associations: {comparison.title}", height=size)
+    fig.update_layout(margin_t=fig.layout.margin.t + 30)  # panel titles below the subtitle, not on it
+    return fig
 
 
 def embedding_figure(embedding: Embedding, *, color: str = "Source", marker_size: int = 4) -> go.Figure:
@@ -201,15 +242,16 @@ def embedding_figure(embedding: Embedding, *, color: str = "Source", marker_size
             part = f[f["Source"] == source]
             fig.add_trace(go.Scattergl(x=part["x"], y=part["y"], mode="markers", name=source,
                                        marker={"color": SOURCE_COLORS[source], "size": marker_size,
-                                               "opacity": 0.6}))
+                                               "opacity": 0.6}, hovertemplate="%{fullData.name} row<extra></extra>"))
     elif color in embedding.attributes:
         fig = px.scatter(f, x="x", y="y", color=color, symbol="Source", render_mode="webgl",
                          symbol_map={"Real": "circle", "Synthetic": "x"}, opacity=0.6)
         fig.update_traces(marker={"size": marker_size})
     else:
         raise ValueError(f"unknown colour column {color!r}; use 'Source' or one of {embedding.attributes}")
-    fig.update_xaxes(showticklabels=False, title="")
-    fig.update_yaxes(showticklabels=False, title="", scaleanchor="x")
+    # no fixed aspect ratio: a t-SNE map's axes have no units, and the map uses the figure's width
+    fig.update_xaxes(showticklabels=False, title="", showgrid=False, zeroline=False)
+    fig.update_yaxes(showticklabels=False, title="", showgrid=False, zeroline=False)
     return _finish(fig, title, height=600)
 
 
@@ -233,7 +275,8 @@ def scores_figure(details: pd.DataFrame, *, x: str, title: str, y: str = "Score"
     groups = data.groupby(color, sort=False) if color and color in data else [("Score", data)]
     for name, part in groups:
         fig.add_trace(go.Bar(x=part[x].astype(str), y=part[y], name=str(name),
-                             marker_color=METRIC_COLORS.get(str(name), REAL_COLOR)))
+                             marker_color=METRIC_COLORS.get(str(name), REAL_COLOR),
+                             hovertemplate="%{x}: %{y:.3f}<extra>%{fullData.name}</extra>"))
     fig.update_yaxes(range=[0, 1], title=y)
     fig.update_xaxes(categoryorder="total ascending", tickangle=45)
     return _finish(fig, f"{title} (Average Score={_fmt(avg)})")
