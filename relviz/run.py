@@ -44,6 +44,7 @@ from relviz.progress import ProgressEvent
 if TYPE_CHECKING:  # pragma: no cover
     from relviz.database import Database
     from relviz.privacy.accountant import Accountant, LedgerEntry
+    from relviz.privacy.session import SessionLedger
     from relviz.synthesizer import RelationalSynthesizer
 
 __all__ = ["Run", "RunSnapshot", "ComponentProgress", "Attempt", "Status", "STATUSES"]
@@ -209,6 +210,9 @@ class Run:
         allow_inferred: Passed to :class:`~relviz.synthesizer.RelationalSynthesizer`: accept a
             schema whose domains were read from the data (the release is then **not**
             differentially private). Off by default: such a run fails with the list of them.
+        session: A :class:`~relviz.privacy.session.SessionLedger` of the database: every attempt's
+            spending is charged to it, and a start that does not fit its session cap is refused
+            (:class:`~relviz.errors.BudgetError`, in words) before anything is read.
 
     Attributes:
         db: The real database of the next start.
@@ -218,8 +222,11 @@ class Run:
     """
 
     def __init__(self, db: Database, plan: Plan | None = None, *, random_state: int | None = None,
-                 scale: float = 1.0, allow_inferred: bool = False) -> None:
+                 scale: float = 1.0, allow_inferred: bool = False,
+                 session: SessionLedger | None = None) -> None:
         self.db = db
+        self.session = session
+        self._reservation: int | None = None
         self.plan = plan if plan is not None else Plan.default(db.schema)
         self.random_state = random_state
         self.scale = scale
@@ -392,10 +399,13 @@ class Run:
 
         Raises:
             RuntimeError: if the run is already active.
+            BudgetError: if the plan does not fit in what the session cap leaves (nothing starts).
         """
         with self._lock:
             if self._status in _ACTIVE:
                 raise RuntimeError("the run is already running")
+            if self.session is not None:
+                self._reservation = self.session.reserve(self.plan, self.db.schema)
             self._cancel.clear()
             self._attempt += 1
             self._comps = self._components(self.plan)
@@ -494,6 +504,10 @@ class Run:
                 total = Fraction(0)
             self._attempts.append(Attempt(number, status, now - (self._started or now),
                                           acc.spent() if acc is not None else Fraction(0), total, error))
+            key, self._reservation = self._reservation, None
+            plan = self.plan
+        if self.session is not None:  # what this attempt spent counts for the whole session
+            self.session.record(acc, plan=plan, status=status, key=key)
         self._notify()
 
     def _on_event(self, ev: ProgressEvent) -> None:

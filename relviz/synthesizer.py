@@ -409,7 +409,10 @@ def _set_fk(child: pd.DataFrame, fk, idx: np.ndarray, parent: pd.DataFrame) -> p
     child = child.copy()
     null = idx < 0
     for cc, pc in zip(fk.columns, fk.parent_columns):
-        vals = parent[pc].to_numpy()[np.where(null, 0, idx)]
+        src = parent[pc].to_numpy()
+        if not len(src):  # an empty parent table: every link is null (masked below)
+            src = np.zeros(1, dtype=src.dtype) if src.dtype != object else np.array([None], dtype=object)
+        vals = src[np.where(null, 0, idx)]
         col = pd.Series(vals, index=child.index)
         if null.any():
             col = col.astype("Int64") if parent[pc].dtype.kind in "iu" else col.astype(parent[pc].dtype)

@@ -8,7 +8,13 @@ degree bin relative to the table size, ``σ·√(2/π)/n`` (a curator view when 
 private data, and labelled so). "Rebalance" splits what the locked shares leave equally; presets
 are "equal split" and "papers' defaults" (:data:`relviz.ui.budget_state.PRESETS`). The sum of the shares
 is shown and is always exactly 1: the plan holds exact fractions, the widgets only round for
-display. Warnings in plain words: ε > 5, δ ≥ 1/n, shares too small to be useful.
+display. Sizes read from the private data are marked ``*`` and the panel says once, under the
+rows, that they are a curator view. Warnings in plain words: ε > 5, δ ≥ 1/n, and one piece of
+advice for every share too small to be useful (:meth:`~relviz.ui.budget_state.BudgetDraft.advice`:
+which ones, and the ε that makes them all useful), their rows showing the error in red.
+
+ε and δ are validated, not clamped: ε = 0, a negative or a non-number is refused with its reason
+and the previous ε stays in force (and in the box).
 
 At the top, "Approach" picks how the whole database is synthesised
 (:meth:`~relviz.ui.budget_state.BudgetDraft.set_approach`): per-FK linkers, a database method
@@ -35,6 +41,7 @@ from relviz.database import Database
 from relviz.plan import NoisePreview, Plan
 from relviz.privacy.measure import CURATOR_VIEW
 from relviz.schema import Schema
+from relviz.ui._errors import error_html, guard, guarded
 from relviz.ui.budget_state import PRESETS, BudgetDraft, approaches
 from relviz.ui.schema_state import EditResult
 
@@ -55,6 +62,12 @@ def _fmt(x: float) -> str:
     if abs(x) >= 100:
         return f"{x:,.0f}"
     return f"{x:.3g}"
+
+
+def _pct(x: float) -> str:
+    """A relative error as a percentage people read: 0.4%, 47%, 923%."""
+    p = 100 * x
+    return f"{p:,.0f}%" if p >= 10 else f"{p:.2g}%"
 
 
 class BudgetPanel(W.VBox):
@@ -99,10 +112,12 @@ class BudgetPanel(W.VBox):
         self._undo = W.Button(description="Undo", icon="undo", tooltip="undo the last applied change",
                               layout=W.Layout(width="auto"), disabled=True)
         self._undo.add_class("relviz-bp-undo")
-        self._undo.on_click(lambda _: self._apply(self.draft.undo()))
-        self._eps = W.BoundedFloatText(value=plan.epsilon, min=1e-4, max=1e4, step=0.1, description="total ε",
-                                       layout=W.Layout(width="150px"), continuous_update=False,
-                                       style={"description_width": "initial"})
+        self._undo.on_click(lambda _: self._do(self.draft.undo))
+        # not a BoundedFloatText: it would clamp 0 or −1 to its minimum and the draft would accept
+        # that; the draft validates the typed value instead (refused with the reason)
+        self._eps = W.FloatText(value=plan.epsilon, step=0.1, description="total ε",
+                                layout=W.Layout(width="150px"), continuous_update=False,
+                                style={"description_width": "initial"})
         self._eps.add_class("relviz-bp-epsilon")
         self._delta = W.Text(value=f"{plan.delta:g}", description="δ", layout=W.Layout(width="130px"),
                              continuous_update=False, style={"description_width": "initial"})
@@ -115,19 +130,21 @@ class BudgetPanel(W.VBox):
         for key, text in (("equal", "equal split"), ("papers", "papers' defaults")):
             b = W.Button(description=text, tooltip=PRESETS[key], layout=W.Layout(width="auto"))
             b.add_class(f"relviz-bp-preset-{key}")
-            b.on_click(lambda _, key=key: self._apply(self.draft.preset(key)))
+            b.on_click(lambda _, key=key: self._do(lambda: self.draft.preset(key)))
             self._presets[key] = b
         self._rebalance = W.Button(description="Rebalance", icon="balance-scale",
                                    tooltip="split what the locked shares leave equally among the unlocked ones",
                                    layout=W.Layout(width="auto"))
         self._rebalance.add_class("relviz-bp-rebalance")
-        self._rebalance.on_click(lambda _: self._apply(self.draft.rebalance()))
+        self._rebalance.on_click(lambda _: self._do(self.draft.rebalance))
         self._sum = W.HTML()
         self._sum.add_class("relviz-bp-sum")
         self._message = W.HTML()
         self._message.add_class("relviz-bp-message")
         self._warnings = W.HTML()
         self._warnings.add_class("relviz-bp-warnings")
+        self._footnote = W.HTML()
+        self._footnote.add_class("relviz-bp-footnote")
         self._build_grid()
 
     def _build_grid(self) -> None:
@@ -184,7 +201,7 @@ class BudgetPanel(W.VBox):
             W.HBox([self._eps, self._delta, self._rho], layout=W.Layout(align_items="center")),
             W.HBox([W.HTML("presets:&nbsp;"), *self._presets.values(), self._rebalance],
                    layout=W.Layout(align_items="center")),
-            self._grid, self._sum, self._message, self._warnings,
+            self._grid, self._footnote, self._sum, self._message, self._warnings,
         ]
 
     def _name_html(self, name: str, kind: str) -> str:
@@ -226,6 +243,14 @@ class BudgetPanel(W.VBox):
         return self._apply(self.draft.undo())
 
     # -- events ------------------------------------------------------------------------------------
+    def _show_error(self, where: str, e: BaseException) -> None:
+        self._message.value = error_html(where, e)
+
+    @guarded("applying the budget edit")
+    def _do(self, edit: Any) -> None:
+        self._apply(edit())
+
+    @guarded("changing a share")
     def _on_share(self, name: str, change: dict[str, Any]) -> None:
         if self._updating:
             return
@@ -235,22 +260,27 @@ class BudgetPanel(W.VBox):
             return  # the displayed (rounded) value of the current share: nothing to do
         self._apply(self.draft.set_share(name, new))
 
+    @guarded("locking a share")
     def _on_lock(self, name: str, change: dict[str, Any]) -> None:
         if not self._updating:
             self._apply(self.draft.set_lock(name, bool(change["new"])))
 
+    @guarded("changing a method")
     def _on_method(self, name: str, change: dict[str, Any]) -> None:
         if not self._updating:
             self._apply(self.draft.set_method(name, str(change["new"])))
 
+    @guarded("changing the approach")
     def _on_approach(self, change: dict[str, Any]) -> None:
         if not self._updating and change["new"] != self.draft.approach():
             self._apply(self.draft.set_approach(str(change["new"])))
 
+    @guarded("changing ε")
     def _on_eps(self, change: dict[str, Any]) -> None:
         if not self._updating and float(change["new"]) != self.draft.plan.epsilon:
             self._apply(self.draft.set_budget(epsilon=float(change["new"])))
 
+    @guarded("changing δ")
     def _on_delta(self, change: dict[str, Any]) -> None:
         if self._updating:
             return
@@ -269,7 +299,8 @@ class BudgetPanel(W.VBox):
 
     # -- synchronisation -----------------------------------------------------------------------------
     def _apply(self, result: EditResult) -> EditResult:
-        self._refresh(result)
+        with guard("updating the budget panel", lambda e: self._show_error("updating the budget panel", e)):
+            self._refresh(result)
         return result
 
     def _refresh(self, result: EditResult | None) -> None:
@@ -295,7 +326,8 @@ class BudgetPanel(W.VBox):
             self._rho.value = (f"<span class='relviz-bp-rho-text'>&nbsp;→ ρ = <b>{s['rho']:.5g}</b> "
                                f"<span style='color:var(--jp-ui-font-color2)'>via the "
                                f"{html.escape(s['conversion_text'])}</span></span>")
-            views = {v.name: v for v in d.rows()}
+            rows = d.rows()
+            views = {v.name: v for v in rows}
             for c in plan.components:
                 row = self._rows.get(c.name)
                 if row is None:
@@ -323,6 +355,11 @@ class BudgetPanel(W.VBox):
                 cls = "ok" if result.ok else "refused"
                 self._message.value = (f"<div class='relviz-bp-msg {cls}' style='color:{color}'>"
                                        f"{mark} {html.escape(result.message)}</div>")
+            curator = [v.name for v in rows if v.n and CURATOR_VIEW in v.n_label]
+            self._footnote.value = "" if not curator else (
+                f"<div class='relviz-bp-curator-note' style='{_SMALL};color:var(--jp-warn-color1)'>* sizes "
+                f"marked * are read from the private data: <i>{CURATOR_VIEW}</i> (the noise σ is not; "
+                "give public row counts to avoid reading them)</div>")
             warnings = d.warnings()
             self._warnings.value = "" if not warnings else (
                 f"<div class='relviz-bp-warn' style='{_SMALL};color:var(--jp-warn-color1)'><b>Warnings</b>"
@@ -349,12 +386,11 @@ class BudgetPanel(W.VBox):
         if v.error is not None and v.relative_error is not None and v.n:
             color = "var(--jp-error-color1)" if v.warning else "var(--jp-ui-font-color1)"
             what = "cell" if v.kind == "table" else "bin"
-            line = (f"typical {what} ±{_fmt(v.error)} = <b style='color:{color}'>{100 * v.relative_error:.2g}%</b>"
-                    f" of {html.escape(v.n_label.split(' — ')[0])}")
-            if CURATOR_VIEW in v.n_label:
-                line += f" <i style='color:var(--jp-warn-color1)'>(n: {CURATOR_VIEW})</i>"
+            star = "*" if CURATOR_VIEW in v.n_label else ""  # said once, under the rows
+            mark = " ⚠" if v.warning else ""
+            line = (f"typical {what} ±{_fmt(v.error)} = <b class='relviz-bp-relerr{' bad' if v.warning else ''}' "
+                    f"style='color:{color}'>{_pct(v.relative_error)}{mark}</b>"
+                    f" of {html.escape(v.n_label.split(' — ')[0])}{star}")
             lines.append(line)
-        if v.warning:
-            lines.append("<span style='color:var(--jp-error-color1)'>⚠ too small to be useful: give it a "
-                         "larger share or raise ε</span>")
-        return f"<div style='{_SMALL}' title='{others}'>" + "<br>".join(lines) + "</div>"
+        tip = others + (f"&#10;{html.escape(v.warning)}" if v.warning else "")
+        return f"<div style='{_SMALL}' title='{tip}'>" + "<br>".join(lines) + "</div>"

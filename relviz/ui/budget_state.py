@@ -26,7 +26,8 @@ from typing import Any
 
 from relviz.database import Database
 from relviz.errors import PlanError
-from relviz.plan import NoisePreview, Plan
+from relviz.plan import SMALL_SHARE_ERROR, NoisePreview, Plan
+from relviz.privacy.accountant import epsilon_from_rho
 from relviz.privacy.budget import to_fraction
 from relviz.schema import Schema
 from relviz.ui.schema_state import EditHistory, EditResult, error_reason
@@ -64,6 +65,12 @@ APPROACH_TEXT: dict[str, str] = {
                 "latent type learnt by private EM (Alg. 1), children are drawn given the type, and the "
                 "parent's model learns which types go with which parent attributes (Cai, Xiao & "
                 "Cormode, SIGMOD 2023; docs/methods/privlava.md)",
+    "privpetal": "generates every table with a private FK as groups of its parent, one group member "
+                 "slot at a time: each slot's attribute is drawn from a model learnt on noisy "
+                 "normalised marginals of permutation relations (every ordered pair or triple of "
+                 "co-members), which also carry the parent-child correlations; each FK spends its "
+                 "share on group sizes, R-scores and those marginals (Cai, Xiao & Yang, SIGMOD 2025; "
+                 "docs/methods/privpetal.md)",
     "denorm": "joins each private child with its private parent, synthesises the join as one table "
               "(80 % of ρ) and normalises it back into two tables by noisy group sizes (20 %): the "
               "papers' Denorm baseline (docs/methods/denorm.md)",
@@ -425,12 +432,58 @@ class BudgetDraft(EditHistory):
         if n and plan.delta >= 1 / n:
             out.append(f"δ = {plan.delta:g} ≥ 1/n = 1/{n:,} ({who}): with δ this large a mechanism may "
                        f"release a record outright; choose δ well below 1/n, e.g. {_nice_delta(n):g}")
-        for r in self.rows():
-            if r.warning:
-                out.append(f"{r.name}: {r.warning}")
+        advice = self.advice()
+        if advice:
+            out.append(advice)
         for p in plan.problems(self.schema):
             out.append(str(p))
         return out
+
+    def advice(self, rows: list[NoisePreview] | None = None) -> str:
+        """One piece of advice for every component whose share is too small to be useful (a
+        typical cell or bin off by more than :data:`~relviz.plan.SMALL_SHARE_ERROR` of its size),
+        instead of one warning per row: how many, which, and the ε that makes them all useful
+        (σ ∝ 1/√ρ, so a component needs (error / limit)² times its ρ; checked on the plan at that
+        ε). Empty when every share is useful."""
+        rows = self.rows() if rows is None else rows
+        bad = [r for r in rows if r.warning and r.relative_error]
+        if not bad:
+            return ""
+        plan = self._plan
+        lo, hi = min(r.relative_error for r in bad), max(r.relative_error for r in bad)  # type: ignore[type-var]
+        names = ", ".join(r.name for r in bad[:4]) + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
+        spread = f"{lo:.0%}" if f"{lo:.0%}" == f"{hi:.0%}" else f"{lo:.0%}–{hi:.0%}"
+        text = (f"share too small to be useful for {len(bad)} of {len(plan.components)} components at "
+                f"ε = {plan.epsilon:g} ({names}): a typical cell or bin is off by {spread} of its size "
+                f"(more than {SMALL_SHARE_ERROR:.0%})")
+        eps = self._useful_epsilon(bad)
+        if eps is not None:
+            text += (f". Raise ε to about {eps:.2g} to make every share useful"
+                     + (", or give these components a larger share of ρ" if len(bad) < len(plan.components)
+                        else ""))
+        else:
+            text += ". Raise ε, or give these components a larger share of ρ"
+        return text
+
+    def _useful_epsilon(self, bad: list[NoisePreview]) -> float | None:
+        plan = self._plan
+        try:
+            conv = plan.resolved_conversion()
+            rho = float(plan.rho_total)
+            eps = plan.epsilon
+            for _ in range(6):
+                factor = max((r.relative_error / SMALL_SHARE_ERROR) ** 2 for r in bad)  # type: ignore[operator]
+                rho *= factor * 1.01
+                eps = _round_up(epsilon_from_rho(rho, plan.delta, conv))
+                trial = plan.with_budget(epsilon=eps).noise_preview(self.schema, self._db,
+                                                                    row_counts=self._public_counts)
+                bad = [r for r in trial if r.warning and r.relative_error]
+                if not bad:
+                    return eps
+                rho = float(plan.with_budget(epsilon=eps).rho_total)
+        except (ValueError, ArithmeticError, TypeError, PlanError):
+            return None
+        return None
 
     def _unit_count(self) -> tuple[int | None, str]:
         """Rows of the protected entity table (or of the largest private table)."""
@@ -514,6 +567,12 @@ def _is_number(v: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def _round_up(x: float) -> float:
+    """``x`` rounded up to two significant digits (0.471 → 0.48)."""
+    m = 10.0 ** (math.floor(math.log10(x)) - 1)
+    return float(f"{math.ceil(x / m - 1e-9) * m:.2g}")
 
 
 def _nice_delta(n: int) -> float:

@@ -14,6 +14,14 @@ carries it as its subtitle). Real data are dark, synthetic data in the accent co
 * **Marginals** — 1-way bars per attribute, with each attribute's TVD.
 * **Scores** — the quality report's properties and relviz's cross-table errors per FK.
 
+The banner names the run the synthetic data come from (:class:`RunOrigin`: attempt, ε, δ,
+methods) and says when degree caps removed real rows before synthesis (e.g. "ratings: 41 % of the
+rows removed by τ = 300"), since a comparison then partly shows the caps, not the noise. After a
+plan or schema edit the Studio marks the comparison **stale** (:meth:`ComparePanel.mark_stale`):
+it stays readable, under a warning naming the plan it came from. Scores use plain words ("degree
+similarity", with the KS statistic in the tooltip), and the Scores tab says where relviz's
+all-pairs average of a pair property differs from SDMetrics' (strongly associated pairs only).
+
 Figures are shown through ``ipywidgets.Output`` widgets holding plotly's MIME bundle
 (``application/vnd.plotly.v1+json``, rendered by plotly's JupyterLab extension, also under Voila):
 the figures are fully interactive (zoom, pan, hover, legend toggles, PNG export) while plotly.js
@@ -28,6 +36,7 @@ import json
 import math
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W
@@ -36,16 +45,100 @@ import numpy as np
 from relviz.comparison import Comparison
 from relviz.database import Database
 from relviz.privacy.measure import CURATOR_VIEW
+from relviz.ui._errors import error_html, guarded, log
 
 if TYPE_CHECKING:  # pragma: no cover
     import plotly.graph_objects as go
 
-__all__ = ["ComparePanel", "FigureOutput", "figure_bundle"]
+    from relviz.plan import Plan
+    from relviz.run import Run
+
+__all__ = ["ComparePanel", "FigureOutput", "RunOrigin", "cap_notes", "figure_bundle"]
+
+DEGREE_SIMILARITY_TIP = ("degree similarity = 1 − the Kolmogorov–Smirnov (KS) statistic between the real and "
+                         "the synthetic degree distributions (children per parent; SDMetrics' "
+                         "CardinalityShapeSimilarity): 1 means the same shape, 0 completely different")
+"""The tooltip of every "degree similarity" label."""
+
+
+def cap_notes(real: Database, cap_report: Any) -> tuple[str, ...]:
+    """Plain-words lines for every degree cap that removed real rows before synthesis (curator
+    view: counts of private rows), e.g. ``"ratings: 41,234 of 100,836 rows (41%) removed by the
+    cap τ = 300 on ratings.userId → users"``.
+
+    Args:
+        real: The real database the run read (before the caps).
+        cap_report: The run's :class:`~relviz.privacy.measure.CapReport` (``synth.cap_report_``).
+    """
+    rows = getattr(cap_report, "rows", None)
+    if rows is None or not len(rows):
+        return ()
+    out = []
+    for r in rows.to_dict(orient="records"):
+        removed = int(r["rows_removed"])
+        if removed <= 0:
+            continue
+        try:
+            fk = real.schema.foreign_key(r["fk"])
+            label = fk.label()
+            table = fk.child if "children" in str(r["action"]) else fk.parent
+        except KeyError:
+            label, table = str(r["fk"]), ""
+        n = len(real[table]) if table and table in real else 0
+        share = f" ({removed / n:.0%})" if n else ""
+        what = f"{table}: {removed:,} of {n:,} rows{share}" if n else f"{removed:,} rows"
+        out.append(f"{what} removed by the cap τ = {int(r['cap'])} on {label} ({r['action']})")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class RunOrigin:
+    """Where a synthetic database comes from: the run attempt and its plan (what the Compare
+    tab labels its results with, and what makes them stale when the plan changes).
+
+    Attributes:
+        attempt: The run attempt's number (``None`` when not from a run).
+        epsilon, delta: The plan's budget.
+        methods: ``((component, method), ...)`` of the plan.
+        caps: :func:`cap_notes` of the run (rows the degree caps removed).
+    """
+
+    attempt: int | None
+    epsilon: float
+    delta: float
+    methods: tuple[tuple[str, str], ...] = ()
+    caps: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, plan: Plan, attempt: int | None = None, caps: tuple[str, ...] = ()) -> RunOrigin:
+        return cls(attempt, plan.epsilon, plan.delta, tuple((c.name, c.method) for c in plan.components),
+                   tuple(caps))
+
+    @classmethod
+    def from_run(cls, run: Run) -> RunOrigin:
+        """The origin of ``run.result``: its latest attempt, its plan and its cap report."""
+        synth = run.synthesizer
+        plan = getattr(synth, "plan_", None) or run.plan
+        report = getattr(synth, "cap_report_", None)
+        attempt = run.attempts[-1].number if run.attempts else None
+        return cls.of(plan, attempt, cap_notes(run.db, report) if report is not None else ())
+
+    def label(self) -> str:
+        """``"run #2 · ε = 1, δ = 1e-06 · mst, degree"``."""
+        head = f"run #{self.attempt}" if self.attempt is not None else "synthetic data"
+        methods = ", ".join(sorted({m for _, m in self.methods}))
+        return f"{head} · ε = {self.epsilon:g}, δ = {self.delta:g}" + (f" · {methods}" if methods else "")
 
 TABS = ("Degrees", "Correlations", "t-SNE", "Marginals", "Scores")
 _SMALL = "font-size:12px;line-height:1.4"
 _GREY = "color:var(--jp-ui-font-color2, #616161)"
-_PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+# not plotly's "responsive": inside JupyterLab it sizes the plot to 100 % of an output area whose
+# height comes from the plot itself, so a figure hidden with its tab (Studio or Compare tabs)
+# came back 0 px high; the renderer follows the output area's width on every Lumino resize anyway
+_PLOT_CONFIG = {"displaylogo": False, "responsive": False}
+_HELP = ("<span style='display:inline-block;width:13px;height:13px;line-height:13px;border-radius:50%;"
+         "border:1px solid currentColor;text-align:center;font-size:10px;font-weight:600;cursor:help;"
+         "color:var(--jp-ui-font-color2, #616161)'>?</span>")
 
 
 def figure_bundle(fig: go.Figure) -> dict[str, Any]:
@@ -136,18 +229,23 @@ class ComparePanel(W.VBox):
         random_state: Seed of the t-SNE samples and map.
         n_jobs: openTSNE threads.
         comparison: An existing :class:`~relviz.comparison.Comparison` to show (its cache is reused).
+        origin: The run the synthetic data come from (:class:`RunOrigin`; shown in the banner).
 
     Attributes:
         comparison: The :class:`~relviz.comparison.Comparison` shown (``None`` before data).
+        origin: Its :class:`RunOrigin` (``None`` when not given).
+        stale_reason: What changed since its run (``None``: current), see :meth:`mark_stale`.
         tabs: The ``ipywidgets.Tab``.
     """
 
     def __init__(self, real: Database | None = None, synthetic: Database | None = None, *, tsne_n: int = 2000,
                  random_state: int = 0, n_jobs: int = 1, comparison: Comparison | None = None,
-                 **kwargs: Any) -> None:
+                 origin: RunOrigin | None = None, **kwargs: Any) -> None:
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.comparison: Comparison | None = None
+        self.origin: RunOrigin | None = None
+        self.stale_reason: str | None = None
         self._gen = 0
         self._dirty = set(range(len(TABS)))
         self._lanes = {name: _Lane(name) for name in TABS}
@@ -156,9 +254,9 @@ class ComparePanel(W.VBox):
         super().__init__(children=[self._banner, self.tabs], **kwargs)
         self.add_class("relviz-cp")
         if comparison is not None:
-            self.set_comparison(comparison)
+            self.set_comparison(comparison, origin=origin)
         elif real is not None and synthetic is not None:
-            self.set_data(real, synthetic)
+            self.set_data(real, synthetic, origin=origin)
         else:
             self._banner.value = self._banner_html(None)
 
@@ -263,28 +361,65 @@ class ComparePanel(W.VBox):
                    "guarantee — for the data curator only.</div>")
         return w
 
+    @property
+    def stale(self) -> bool:
+        """Whether the results shown come from a plan or schema that has changed since."""
+        return self.comparison is not None and self.stale_reason is not None
+
+    def mark_stale(self, reason: str | None) -> None:
+        """Mark the results stale (``reason``: what changed) or current again (``None``)."""
+        if reason == self.stale_reason:
+            return
+        self.stale_reason = reason
+        self._banner.value = self._banner_html(self.comparison)
+
     def _banner_html(self, cmp: Comparison | None) -> str:
         if cmp is None:
             return (f"<div style='{_SMALL}'><b style='font-size:14px'>Compare</b> — no synthetic database yet: "
                     "launch a run.</div>")
         r, s = cmp.real.row_counts(), cmp.synthetic.row_counts()
         rows = ", ".join(f"{html.escape(t)} {r.get(t, 0):,} real / {s.get(t, 0):,} synthetic" for t in r)
-        return (f"<div style='{_SMALL}'><b style='font-size:14px'>Compare</b> — "
-                f"<span style='color:#1f2937;font-weight:600'>■ real</span> vs "
-                f"<span style='color:#0ea5a4;font-weight:600'>■ synthetic</span> · {rows} · "
-                f"<i style='color:var(--jp-warn-color1, #e65100)'>{CURATOR_VIEW}</i></div>")
+        o = self.origin
+        source = (f" · <b class='relviz-cp-origin' data-epsilon='{o.epsilon:g}' data-attempt='{o.attempt or ''}'>"
+                  f"{html.escape(o.label())}</b>" if o is not None else "")
+        out = (f"<div style='{_SMALL}'><b style='font-size:14px'>Compare</b> — "
+               f"<span style='color:#1f2937;font-weight:600'>■ real</span> vs "
+               f"<span style='color:#0ea5a4;font-weight:600'>■ synthetic</span>{source} · {rows} · "
+               f"<i style='color:var(--jp-warn-color1, #e65100)'>{CURATOR_VIEW}</i></div>")
+        box = ("font-size:12px;line-height:1.4;padding:4px 8px;margin:4px 0;border-left:4px solid {c};"
+               "background:var(--jp-layout-color2, #f5f5f5)")
+        if self.stale_reason is not None:
+            plan = html.escape(o.label()) if o is not None else "an earlier plan"
+            out += (f"<div class='relviz-cp-stale' style='{box.format(c='var(--jp-error-color1, #d32f2f)')}'>"
+                    f"<b style='color:var(--jp-error-color1, #d32f2f)'>⚠ Stale results</b>: they come from "
+                    f"<b>{plan}</b>, and {html.escape(self.stale_reason)} since. Launch again (tab 3 · Run) to "
+                    "compare the current plan; until then read these as the old plan's.</div>")
+        if o is not None and o.caps:
+            items = "".join(f"<li>{html.escape(c)}</li>" for c in o.caps)
+            out += (f"<div class='relviz-cp-caps' style='{box.format(c='var(--jp-warn-color1, #f57c00)')}'>"
+                    "<b>Degree caps removed real rows before synthesis</b> (the privacy unit's public caps τ):"
+                    f"<ul style='margin:2px 0'>{items}</ul>The synthetic data imitate the truncated data: part of "
+                    "the difference you see in these tables (sizes, degrees above τ) is the caps, not the noise. "
+                    f"<i style='color:var(--jp-warn-color1, #e65100)'>{CURATOR_VIEW}</i></div>")
+        return out
 
     # -- data ------------------------------------------------------------------------------------
-    def set_data(self, real: Database, synthetic: Database) -> Comparison:
-        """Compare a new pair of databases (drops the old cache); returns the new comparison."""
+    def set_data(self, real: Database, synthetic: Database, *, origin: RunOrigin | None = None) -> Comparison:
+        """Compare a new pair of databases (drops the old cache); returns the new comparison.
+
+        Args:
+            origin: The run the synthetic data come from (shown in the banner).
+        """
         cmp = Comparison(real, synthetic, random_state=self.random_state, n_jobs=self.n_jobs)
-        self.set_comparison(cmp)
+        self.set_comparison(cmp, origin=origin)
         return cmp
 
-    def set_comparison(self, cmp: Comparison) -> None:
+    def set_comparison(self, cmp: Comparison, *, origin: RunOrigin | None = None) -> None:
         """Show an existing :class:`~relviz.comparison.Comparison` (its cache is reused)."""
         self._gen += 1
         self.comparison = cmp
+        self.origin = origin
+        self.stale_reason = None
         self._updating = True
         try:
             fks = [(cmp.real.schema.foreign_key(n).label(), n) for n in cmp.foreign_keys]
@@ -317,11 +452,16 @@ class ComparePanel(W.VBox):
             dd.value = keep if keep in values else values[0]
 
     # -- events ----------------------------------------------------------------------------------
+    def _show_error(self, where: str, e: BaseException) -> None:
+        self._status[TABS[self.tabs.selected_index or 0]].value = error_html(where, e)
+
+    @guarded("switching the compare tab")
     def _on_tab(self, change: dict[str, Any]) -> None:
         i = change["new"]
         if i is not None and i in self._dirty:
             self._refresh(TABS[i])
 
+    @guarded("choosing the table")
     def _on_mar_table(self, change: dict[str, Any]) -> None:
         if self._updating or self.comparison is None or not change["new"]:
             return
@@ -336,6 +476,7 @@ class ComparePanel(W.VBox):
         """Show a tab by name (``"Degrees"``, ``"Correlations"``, ``"t-SNE"``, ``"Marginals"``, ``"Scores"``)."""
         self.tabs.selected_index = TABS.index(tab)
 
+    @guarded("updating the comparison")
     def _refresh(self, tab: str, *, force: bool = False) -> None:
         """Recompute and redraw ``tab`` in its lane (only the visible tab; others when shown).
 
@@ -375,7 +516,8 @@ class ComparePanel(W.VBox):
                 render(cmp, gen, lane, *args)
             except _Superseded:
                 raise
-            except Exception as e:  # noqa: BLE001 - shown in the tab
+            except Exception as e:  # noqa: BLE001 - shown in the tab (and logged)
+                log.exception("relviz: computing the %s tab failed", tab)
                 if gen == self._gen:
                     status.value = (f"<div class='relviz-cp-error' style='{_SMALL};color:var(--jp-error-color1, "
                                     f"#d32f2f)'>✗ {html.escape(type(e).__name__)}: {html.escape(str(e))}</div>")
@@ -416,10 +558,12 @@ class ComparePanel(W.VBox):
                         for r in stats.to_dict(orient="records"))
         score = "n/a" if math.isnan(d.score) else f"{d.score:.3f}"
         why = f" <span style='{_GREY}'>({html.escape(d.error)})</span>" if d.error else ""
+        tip = html.escape(DEGREE_SIMILARITY_TIP, quote=True)
         self._deg_info.value = (
             f"<div style='{_SMALL};display:flex;gap:24px;align-items:flex-start'>"
-            f"<div class='relviz-cp-deg-score' data-score='{score}'>degree similarity "
-            f"(CardinalityShapeSimilarity = 1 − KS)<br><b style='font-size:20px'>{score}</b>{why}</div>"
+            f"<div class='relviz-cp-deg-score' data-score='{score}' title='{tip}'>degree similarity "
+            f"{_HELP} <span style='{_GREY}'>(1 = same shape)</span><br>"
+            f"<b style='font-size:20px'>{score}</b>{why}</div>"
             f"<table style='font-size:11px;border-collapse:collapse'><tr><th></th><th>real</th><th>synthetic</th>"
             f"</tr>{cells}</table></div>")
         self._deg_fig.show(fig)
@@ -523,8 +667,11 @@ class ComparePanel(W.VBox):
         if gen != self._gen or lane.superseded:
             return
         props = q.get_properties()
-        prow = "".join(f"<tr><td>{html.escape(r['Property'])}</td><td style='text-align:right'>{_num(r['Score'])}"
-                       f"</td><td style='text-align:right'>{_num(r['SDMetrics Score'])}</td></tr>"
+        notes = variant_notes(q)
+        prow = "".join(f"<tr><td>{html.escape(r['Property'])}</td><td style='text-align:right'>{_num(r['relviz Score'])}"
+                       f"</td><td style='text-align:right'>{_num(r['SDMetrics Score'])}</td>"
+                       f"<td class='relviz-cp-variant-note' style='{_GREY};padding-left:10px;max-width:420px'>"
+                       f"{html.escape(notes.get(r['Property'], ''))}</td></tr>"
                        for r in props.to_dict(orient="records"))
         k = rel.k
         frow = "".join(
@@ -535,14 +682,18 @@ class ComparePanel(W.VBox):
             for r in rel.foreign_keys.to_dict(orient="records"))
         valid = html.escape(rel.validity.summary()) if rel.validity is not None else ""
         th = "style='text-align:left;padding-right:12px'"
+        tip = html.escape(DEGREE_SIMILARITY_TIP, quote=True)
         self._sc_info.value = (
             f"<div style='{_SMALL};display:flex;gap:28px;flex-wrap:wrap'>"
-            f"<div><b>Quality score {q.get_score():.3f}</b> (mean of the properties)<table class='relviz-cp-props' "
-            f"style='font-size:11px;border-collapse:collapse'><tr><th {th}>property</th><th {th}>score</th>"
-            f"<th {th}>SDMetrics</th></tr>{prow}</table></div>"
+            f"<div><b>Quality score {q.get_score():.3f}</b> (mean of the properties, 1 = identical)"
+            f"<table class='relviz-cp-props' style='font-size:11px;border-collapse:collapse'><tr><th {th}>property"
+            f"</th><th {th} title='relviz: the average over every item (every pair of attributes)'>score (all pairs)"
+            f"</th><th {th} title='SDMetrics 0.32: pair properties average only the strongly associated real "
+            f"pairs'>SDMetrics</th><th {th}></th></tr>{prow}</table></div>"
             f"<div><b>Relations</b> ({k}-way cross-table errors: L1 of the k-way marginals across each FK, %)"
             f"<table class='relviz-cp-fks' style='font-size:11px;border-collapse:collapse'><tr><th {th}>FK</th>"
-            f"<th {th}>degree similarity</th><th {th}>{k}-way avg %</th><th {th}>{k}-way max %</th><th {th}></th></tr>"
+            f"<th {th} title='{tip}'>degree similarity {_HELP}</th><th {th}>{k}-way avg %</th><th {th}>{k}-way max %</th>"
+            f"<th {th}></th></tr>"
             f"{frow}</table><div style='{_GREY}'>{valid}</div></div></div>")
         self._sc_fig.show(fig)
         with_workloads = [(cmp.real.schema.foreign_key(n).label(), n) for n, e in rel.cross_table.items()
@@ -559,6 +710,35 @@ class ComparePanel(W.VBox):
         else:
             self._sc_fk_fig.clear()
         self._done("Scores", gen)
+
+
+def variant_notes(q: Any, tolerance: float = 0.005) -> dict[str, str]:
+    """``{property: sentence}`` for the pair properties whose relviz score (every pair) differs
+    from SDMetrics' (strongly associated real pairs only) by more than ``tolerance``, saying how
+    many pairs each averages (docs/evaluation.md §2, §4)."""
+    from relviz.evaluate._common import ASSOCIATION_THRESHOLD, CORRELATION_THRESHOLD
+
+    out = {}
+    props = q.get_properties()
+    for r in props.to_dict(orient="records"):
+        name = r["Property"]
+        if name not in ("Column Pair Trends", "Intertable Trends"):
+            continue
+        a, b = float(r["relviz Score"]), float(r["SDMetrics Score"])
+        if math.isnan(a) and math.isnan(b):
+            continue
+        if not (math.isnan(a) or math.isnan(b)) and abs(a - b) <= tolerance:
+            continue
+        details = q.get_details(name)
+        n = int(details["Score"].notna().sum()) if "Score" in details else len(details)
+        m = int(details["Meets Threshold?"].astype("boolean").fillna(False).sum()) if "Meets Threshold?" in details else 0
+        what = "pairs of a parent and a child attribute across the FK joins" if name == "Intertable Trends" \
+            else "pairs of attributes within a table"
+        sdm = (f"SDMetrics' {_num(b)} averages only the {m} strongly associated real pair{'s' if m != 1 else ''} "
+               f"(|Pearson r| > {CORRELATION_THRESHOLD:g} or Cramér's V > {ASSOCIATION_THRESHOLD:g})"
+               if m else "SDMetrics has no strongly associated real pair to average (n/a)")
+        out[name] = f"differs: relviz's {_num(a)} averages all {n} {what}; {sdm}"
+    return out
 
 
 def _num(x: Any) -> str:

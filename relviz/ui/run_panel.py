@@ -9,6 +9,20 @@ ledger stays true and the session usable), and errors with their full message. O
 ``panel.run.result`` holds the synthetic :class:`~relviz.database.Database` and
 ``panel.run.ledger`` the :class:`~relviz.privacy.accountant.Accountant`.
 
+Progress is one percentage — the run's, over every component — beside the stage text (which
+component, fit or sample, the engine's last message, the seconds in this step); each row's bar
+shows its component's part without a number of its own, so that two percentages never disagree.
+
+Every run costs privacy: the **session ledger** (:class:`~relviz.privacy.session.SessionLedger`,
+one per database in the kernel, shared with any other panel or Studio on the same data) adds up
+what every attempt spent — ρ exactly, and (ε, δ) — and the panel shows it under the run's own
+ledger, with the attempts. The user may set a session cap (ε, δ); a plan that does not fit in what
+it leaves disables Launch and says why in words (``Run.start`` refuses it too).
+
+Launch is also disabled while the Studio's Schema tab lists a problem that a run would refuse
+(:meth:`RunPanel.set_blockers`), naming it. It reads "Launch again" once an attempt has finished.
+No callback's exception vanishes: it is logged and shown in the panel (:mod:`relviz.ui._errors`).
+
 The run reports from its worker thread; the panel redraws at most every ``min_interval``
 seconds (a one-shot timer coalesces bursts of events, and ticks once a second while the engine is
 busy in one long step, so the elapsed times keep moving). No thread polls.
@@ -26,8 +40,12 @@ import ipywidgets as W
 import traitlets
 
 from relviz.database import Database
+from relviz.errors import BudgetError
 from relviz.plan import Plan
+from relviz.privacy.measure import CURATOR_VIEW
+from relviz.privacy.session import SessionLedger, session_ledger
 from relviz.run import ComponentProgress, Run, RunSnapshot
+from relviz.ui._errors import error_html, guard, guarded
 
 __all__ = ["RunPanel", "COMPONENT_COLORS"]
 
@@ -62,10 +80,14 @@ class RunPanel(W.VBox):
             private; see :class:`~relviz.run.Run`). Off by default: such a run fails, listing them.
         run: An existing :class:`~relviz.run.Run` to show instead (``db``/``plan`` then ignored).
         min_interval: Minimum seconds between redraws.
+        session: The :class:`~relviz.privacy.session.SessionLedger` every attempt is charged to
+            (default: the run's, else the database's in this kernel, :func:`session_ledger`).
 
     Attributes:
         run: The :class:`~relviz.run.Run` (observable trait; ``run.result``, ``run.ledger``).
         status: The run's status, mirrored as an observable trait (for the Studio).
+        session: The session ledger shown.
+        blockers: Why Launch is disabled (problems a run would refuse), as set by the Studio.
     """
 
     run = traitlets.Instance(Run)
@@ -73,11 +95,18 @@ class RunPanel(W.VBox):
 
     def __init__(self, db: Database | None = None, plan: Plan | None = None, *, random_state: int | None = None,
                  run: Run | None = None, min_interval: float = 0.2, allow_inferred: bool = False,
-                 **kwargs: Any) -> None:
+                 session: SessionLedger | None = None, **kwargs: Any) -> None:
         if run is None:
             if db is None:
                 raise TypeError("give a database (and optionally a plan) or a Run")
             run = Run(db, plan, random_state=random_state, allow_inferred=allow_inferred)
+        if session is None:
+            session = run.session if run.session is not None else session_ledger(run.db)
+        run.session = session
+        self.session = session
+        self.blockers: list[str] = []
+        self._blockers_where = ""
+        self._notice = ""  # a refusal or an error, shown until the next launch or input change
         self._min_interval = float(min_interval)
         self._tlock = threading.Lock()
         self._rlock = threading.Lock()
@@ -89,6 +118,7 @@ class RunPanel(W.VBox):
         self._build()
         super().__init__(children=self._children(), **kwargs)
         self.add_class("relviz-rp")
+        self._session_off = session.observe(lambda _: self._on_event(self.run))
         self.run = run
 
     # -- construction ----------------------------------------------------------------------------
@@ -102,8 +132,8 @@ class RunPanel(W.VBox):
                                 tooltip="stop at the next step; the ledger stays true",
                                 layout=W.Layout(width="110px"))
         self._cancel.add_class("relviz-rp-cancel")
-        self._launch.on_click(lambda _: self.launch())
-        self._cancel.on_click(lambda _: self.cancel())
+        self._launch.on_click(lambda _: self._click_launch())
+        self._cancel.on_click(lambda _: self._click_cancel())
         self._status = W.HTML()
         self._status.add_class("relviz-rp-status")
         self._progress = W.HTML()
@@ -114,11 +144,31 @@ class RunPanel(W.VBox):
         self._message.add_class("relviz-rp-message")
         self._result = W.HTML()
         self._result.add_class("relviz-rp-result")
+        self._blocked = W.HTML()
+        self._blocked.add_class("relviz-rp-blocked")
+        self._session_html = W.HTML()
+        self._session_html.add_class("relviz-rp-session")
+        self._cap_eps = W.Text(value="", placeholder="none", description="session cap ε",
+                               layout=W.Layout(width="170px"), style={"description_width": "initial"},
+                               continuous_update=False)
+        self._cap_eps.add_class("relviz-rp-cap-epsilon")
+        self._cap_delta = W.Text(value="1e-06", description="δ", layout=W.Layout(width="110px"),
+                                 style={"description_width": "initial"}, continuous_update=False)
+        self._cap_delta.add_class("relviz-rp-cap-delta")
+        self._cap_set = W.Button(description="Set cap", tooltip="refuse any run that would take the session "
+                                 "past this (ε, δ); empty ε: no cap", layout=W.Layout(width="auto"))
+        self._cap_set.add_class("relviz-rp-cap-set")
+        self._cap_set.on_click(lambda _: self._click_cap())
+        self._cap_msg = W.HTML()
+        self._cap_msg.add_class("relviz-rp-cap-message")
 
     def _children(self) -> list[W.Widget]:
         return [self._title,
                 W.HBox([self._launch, self._cancel, self._status], layout=W.Layout(align_items="center")),
-                self._progress, self._ledger, self._message, self._result]
+                self._blocked, self._progress, self._ledger, self._message, self._result,
+                self._session_html,
+                W.HBox([self._cap_eps, self._cap_delta, self._cap_set, self._cap_msg],
+                       layout=W.Layout(align_items="center", flex_flow="row wrap"))]
 
     # -- the run -----------------------------------------------------------------------------------
     @traitlets.observe("run")
@@ -132,19 +182,71 @@ class RunPanel(W.VBox):
     def launch(self) -> bool:
         """Start the run (with the inputs given to :meth:`set_inputs` since the last run).
 
+        Refused (nothing starts) while :attr:`blockers` lists problems, or when the plan does not
+        fit in what the session cap leaves.
+
         Returns:
             ``True`` if it started; ``False`` (with the reason shown) otherwise.
         """
         run = self.run
+        if self.blockers and not run.active:
+            self._notice = self._box("warn", "Not started: " + html.escape(self._blocked_text()))
+            self._render()
+            return False
         try:
             if self._pending is not None and not run.active:
                 run.configure(**self._pending)
                 self._pending = None
             run.start()
-        except (RuntimeError, ValueError) as e:
-            self._message.value = self._box("warn", f"Not started: {html.escape(str(e))}")
+        except (RuntimeError, ValueError, BudgetError) as e:
+            self._notice = self._box("warn", f"<span class='relviz-rp-refused'>Not started: "
+                                     f"{html.escape(str(e))}</span>")
+            self._render()
             return False
+        self._notice = ""
         return True
+
+    def set_blockers(self, problems: list[str], where: str = "the Schema tab") -> None:
+        """Disable Launch while ``problems`` (what a run would refuse) are listed ``where``."""
+        self.blockers = [str(p) for p in problems]
+        self._blockers_where = where
+        self._render()
+
+    def set_cap(self, epsilon: float | str | None, delta: float | str | None = None) -> bool:
+        """Set (``None``: remove) the session cap (ε, δ); ``False`` with the reason shown if refused."""
+        try:
+            text = self.session.set_cap(epsilon, delta)
+        except ValueError as e:
+            self._cap_msg.value = (f"<span class='relviz-rp-cap-refused' style='{_SMALL};color:var(--jp-error-color1, "
+                                   f"#d32f2f)'>✗ refused: {html.escape(str(e))}; the cap is unchanged</span>")
+            self._render()
+            return False
+        self._cap_msg.value = (f"<span class='relviz-rp-cap-ok' style='{_SMALL};color:var(--jp-success-color1, "
+                               f"#388e3c)'>✓ {html.escape(text)}</span>")
+        self._render()
+        return True
+
+    def _blocked_text(self) -> str:
+        n = len(self.blockers)
+        head = "; ".join(self.blockers[:3]) + (f"; and {n - 3} more" if n > 3 else "")
+        return (f"{self._blockers_where} lists {n} problem{'s' if n != 1 else ''} that a run would refuse — "
+                f"{head}. Fix {'it' if n == 1 else 'them'} there first")
+
+    def _show_error(self, where: str, e: BaseException) -> None:
+        self._notice = error_html(where, e)
+        self._message.value = self._notice
+
+    @guarded("launching the run")
+    def _click_launch(self) -> None:
+        self.launch()
+
+    @guarded("cancelling the run")
+    def _click_cancel(self) -> None:
+        self.cancel()
+
+    @guarded("setting the session cap")
+    def _click_cap(self) -> None:
+        self.set_cap(self._cap_eps.value, self._cap_delta.value)
 
     def cancel(self) -> bool:
         """Ask the run to stop at its next step."""
@@ -164,6 +266,7 @@ class RunPanel(W.VBox):
         same = (db is None or db is self.run.db) and (plan is None or plan == self.run.plan)
         if same and self._pending is None:
             return "applied"
+        self._notice = ""
         pending = dict(self._pending or {})
         if db is not None:
             pending["db"] = db
@@ -202,6 +305,10 @@ class RunPanel(W.VBox):
         self._render()
 
     def _render(self) -> None:
+        with guard("redrawing the run panel", lambda e: self._show_error("redrawing the run panel", e)):
+            self._render_now()
+
+    def _render_now(self) -> None:
         run = self.run
         if run is None:
             return
@@ -217,10 +324,16 @@ class RunPanel(W.VBox):
                 self._status.value = self._status_html(snap)
                 self._progress.value = self._progress_html(snap)
                 self._ledger.value = self._ledger_html(run, snap)
-                self._message.value = self._message_html(snap)
+                self._message.value = self._message_html(snap) + self._notice
                 self._result.value = self._result_html(run, snap)
-                self._launch.disabled = snap.active
-                self._launch.description = "Launch" if snap.attempt == 0 else "Launch again"
+                refusal = None if snap.active else self._session_refusal(run)
+                self._blocked.value = self._blocked_html(snap, refusal)
+                self._session_html.value = self._session_view(run, snap, refusal)
+                self._launch.disabled = snap.active or bool(self.blockers) or refusal is not None
+                # "again" only once an attempt has finished (not during the first run)
+                self._launch.description = "Launch again" if snap.attempts else "Launch"
+                self._launch.tooltip = (self._blocked_text() if self.blockers else refusal if refusal else
+                                        "fit and sample in a background thread (the notebook stays usable)")
                 self._cancel.disabled = snap.status != "running"
             if self.status != snap.status:
                 self.status = snap.status
@@ -248,11 +361,30 @@ class RunPanel(W.VBox):
                 f"seed: {html.escape(seed)}{pending}</div>")
 
     @staticmethod
+    def stage_text(snap: RunSnapshot) -> str:
+        """What the run is doing now, in words: the component, fit or sample, the engine's last
+        message and the seconds spent in this step (empty when nothing is running)."""
+        if not snap.active:
+            return snap.message
+        current = [c for c in snap.components if c.stage in ("fit", "sample") and 0 < c.fraction < 1]
+        if not current:
+            return snap.message or "starting"
+        c = max(current, key=lambda c: c.elapsed)
+        verb = {"fit": "fitting", "sample": "sampling"}[c.stage]
+        kind = _KIND.get(c.kind, c.kind)
+        text = f"{verb} {kind} {c.label} ({c.method})"
+        if c.message:
+            text += f": {c.message}"
+        return text + f" — {_fmt_s(c.elapsed)} in this step"
+
+    @staticmethod
     def _status_html(snap: RunSnapshot) -> str:
         color = _STATUS_COLORS.get(snap.status, "inherit")
         elapsed = f" · {_fmt_s(snap.elapsed)}" if snap.attempt else ""
-        pct = f" · {100 * snap.fraction:.0f}%" if snap.active else ""
-        msg = f" · <span style='{_GREY}'>{html.escape(snap.message)}</span>" if snap.message else ""
+        pct = (f" · <b class='relviz-rp-percent' data-percent='{100 * snap.fraction:.0f}'>"
+               f"{100 * snap.fraction:.0f}%</b>" if snap.active else "")
+        text = RunPanel.stage_text(snap)
+        msg = f" · <span class='relviz-rp-stage-now' style='{_GREY}'>{html.escape(text)}</span>" if text else ""
         return (f"<div class='relviz-rp-status-text' data-status='{snap.status}' data-attempt='{snap.attempt}' "
                 f"data-fraction='{snap.fraction:.4f}' style='{_SMALL};margin-left:8px'>"
                 f"<b style='color:{color}'>{snap.status}</b>{pct}{elapsed}{msg}</div>")
@@ -265,10 +397,16 @@ class RunPanel(W.VBox):
         failed = snap.status in ("failed", "cancelled")
         for c in snap.components:
             rows.append(RunPanel._row_html(c, failed))
+        pct = 100 * snap.fraction
         head = (f"<div style='{_SMALL};font-weight:600;margin:6px 0 2px'>Progress "
-                f"<span style='font-weight:normal;{_GREY}'>(per component: fit, then sample)</span></div>")
+                f"<span class='relviz-rp-overall' data-percent='{pct:.0f}'>{pct:.0f}%</span> "
+                f"<span style='font-weight:normal;{_GREY}'>of the whole run (each component: fit, then "
+                "sample; its bar shows its own part)</span></div>"
+                f"<div class='relviz-rp-overall-track' style='height:8px;border-radius:4px;overflow:hidden;"
+                f"margin:0 0 4px;background:var(--jp-layout-color3, #e0e0e0)'><div style='height:100%;"
+                f"width:{pct:.1f}%;background:var(--jp-brand-color1, #1976d2);transition:width 0.2s'></div></div>")
         return (head + "<div class='relviz-rp-rows' style='display:grid;grid-template-columns:"
-                "minmax(180px, 1.3fr) minmax(160px, 2fr) 44px minmax(200px, 2fr) 60px;gap:3px 10px;"
+                "minmax(180px, 1.3fr) minmax(160px, 2fr) minmax(200px, 2fr) 60px;gap:3px 10px;"
                 f"align-items:center;{_SMALL}'>" + "".join(rows) + "</div>")
 
     @staticmethod
@@ -287,11 +425,11 @@ class RunPanel(W.VBox):
         return (f"<div class='relviz-rp-name' title='{name} ({html.escape(c.method)})'>{kind} "
                 f"<b>{html.escape(c.label)}</b> <span style='{_GREY}'>{html.escape(c.method)}</span></div>"
                 f"<div class='relviz-rp-track' data-component='{name}' data-fraction='{c.fraction:.4f}' "
-                f"data-stage='{c.stage}' style='height:12px;border-radius:6px;overflow:hidden;"
+                f"data-stage='{c.stage}' title='{html.escape(c.label)}: {pct:.0f}% of this component' "
+                f"style='height:12px;border-radius:6px;overflow:hidden;"
                 f"background:var(--jp-layout-color3, #e0e0e0)'>"
                 f"<div class='relviz-rp-fill' style='height:100%;width:{pct:.1f}%;background:{fill};"
                 f"transition:width 0.2s'></div></div>"
-                f"<div style='text-align:right'>{pct:.0f}%</div>"
                 f"<div class='relviz-rp-stage' style='{_GREY};white-space:nowrap;overflow:hidden;"
                 f"text-overflow:ellipsis' title='{html.escape(text)}'>{html.escape(text)}</div>"
                 f"<div class='relviz-rp-elapsed' style='text-align:right'>{_fmt_s(c.elapsed) if c.elapsed else ''}</div>")
@@ -357,6 +495,14 @@ class RunPanel(W.VBox):
     def _result_html(run: Run, snap: RunSnapshot) -> str:
         parts = []
         if snap.status == "done" and run.result is not None:
+            from relviz.ui.compare import cap_notes
+
+            report = getattr(run.synthesizer, "cap_report_", None)
+            caps = cap_notes(run.db, report) if report is not None else ()
+            if caps:  # the user must know the synthetic data imitate truncated data
+                parts.append(RunPanel._box(
+                    "warn", "<b class='relviz-rp-caps'>Degree caps removed real rows before synthesis:</b> "
+                    + "; ".join(html.escape(c) for c in caps) + f" <i>({html.escape(CURATOR_VIEW)})</i>"))
             rows = ", ".join(f"{html.escape(t)} {n:,}" for t, n in snap.result_rows.items())
             acc = run.ledger
             entries = acc.ledger if acc is not None else ()
@@ -371,9 +517,101 @@ class RunPanel(W.VBox):
                 f"<details style='margin-top:4px'><summary>ledger: {len(entries)} noisy releases</summary>"
                 "<table style='font-size:11px;border-collapse:collapse'><tr><th>component</th><th>release</th>"
                 f"<th>mechanism</th><th>ρ</th><th>σ</th></tr>{table}</table></details>"))
-        history = [a for a in snap.attempts if a.number != snap.attempt or snap.active]
+        history = list(snap.attempts)  # every finished attempt, the latest one included
         if history:
             items = "; ".join(f"#{a.number} {a.status} after {_fmt_s(a.seconds)} (ρ {_fmt_rho(a.rho_spent)} "
-                              f"of {_fmt_rho(a.rho_total)})" for a in history[-5:])
-            parts.append(f"<div style='{_SMALL};{_GREY}'>earlier attempts: {items}</div>")
+                              f"of {_fmt_rho(a.rho_total)})" for a in history[-6:])
+            more = f" (and {len(history) - 6} before)" if len(history) > 6 else ""
+            parts.append(f"<div class='relviz-rp-attempts' style='{_SMALL};{_GREY}'>attempts of this panel: "
+                         f"{items}{more}</div>")
         return "".join(parts)
+
+    # -- session ledger -------------------------------------------------------------------------------
+    def _session_refusal(self, run: Run) -> str | None:
+        try:
+            return self.session.refusal(self._pending.get("plan", run.plan) if self._pending else run.plan,
+                                        (self._pending.get("db", run.db) if self._pending else run.db).schema)
+        except (ValueError, ArithmeticError):
+            return None
+
+    def _blocked_html(self, snap: RunSnapshot, refusal: str | None) -> str:
+        if snap.active:
+            return ""
+        if self.blockers:
+            items = "".join(f"<li>{html.escape(b)}</li>" for b in self.blockers[:5])
+            more = f"<li>… and {len(self.blockers) - 5} more</li>" if len(self.blockers) > 5 else ""
+            return self._box("error", f"<b class='relviz-rp-blocked-text'>Launch is disabled:</b> "
+                             f"{html.escape(self._blockers_where)} lists {len(self.blockers)} problem"
+                             f"{'s' if len(self.blockers) != 1 else ''} that a run would refuse. Fix "
+                             f"{'it' if len(self.blockers) == 1 else 'them'} there first:"
+                             f"<ul style='margin:2px 0'>{items}{more}</ul>")
+        if refusal is not None:
+            return self._box("error", "<b class='relviz-rp-blocked-text'>Launch is disabled by the session "
+                             f"cap:</b> {html.escape(refusal)}.")
+        return ""
+
+    def _session_view(self, run: Run, snap: RunSnapshot, refusal: str | None) -> str:
+        s = self.session
+        summ = s.summary()
+        attempts = summ["attempts"]
+        n = len(attempts)
+        spent, cap = summ["rho_spent"], summ["cap"]
+        name = html.escape(s.database)
+        if n:
+            what = (f"{n} run attempt{'s' if n != 1 else ''} on <b>{name}</b> in this kernel spent "
+                    f"<b class='relviz-rp-session-spent' data-rho='{spent:.6g}' data-attempts='{n}'>ρ = "
+                    f"{_fmt_rho(spent)}</b> in all (ε ≈ {summ['epsilon_spent']:.3g} at δ = {summ['delta']:g}, "
+                    f"{'Gaussian-DP' if summ['conversion'] == 'gdp' else 'zCDP'} composition)")
+        else:
+            what = (f"<span class='relviz-rp-session-spent' data-rho='0' data-attempts='0'></span>nothing spent on "
+                    f"<b>{name}</b> in this kernel yet")
+        if summ["reserved"]:
+            what += f"; the running attempt holds ρ = {_fmt_rho(summ['reserved'])}"
+        bar = ""
+        if cap is None:
+            capline = ("No session cap: nothing is refused, but <b>every run costs privacy</b> — Launch again "
+                       "spends the plan's budget again on the same data. Set a cap to refuse runs past it.")
+            if n > 1:
+                capline = (f"<span style='color:var(--jp-warn-color1, #f57c00)'>⚠ These data have been used {n} "
+                           "times: the privacy losses add up.</span> " + capline)
+        else:
+            cap_rho, left = float(cap["rho"]), float(summ["remaining"])
+            plan, schema = ((self._pending.get("plan", run.plan), self._pending.get("db", run.db).schema)
+                            if self._pending else (run.plan, run.db.schema))
+            if not snap.active:  # the cap as the next run of this plan is checked against it
+                try:
+                    c = s.cap_for(plan, schema)
+                    if c is not None:
+                        cap_rho, left = float(c[0]), float(c[1])
+                except (ValueError, ArithmeticError):
+                    pass
+            used = min(1.0, (spent + summ["reserved"]) / cap_rho) if cap_rho else 1.0
+            capline = (f"Session cap ε = {cap['epsilon']:g}, δ = {cap['delta']:g} (ρ = {_fmt_rho(cap_rho)}): "
+                       f"<b class='relviz-rp-session-left' data-rho='{left:.6g}'>ρ = {_fmt_rho(left)} left</b>")
+            if not snap.active:
+                try:
+                    need = float(s.need(plan, schema)[0])
+                    capline += (f"; the current plan needs ρ = {_fmt_rho(need)} — "
+                                + ("<span style='color:var(--jp-error-color1, #d32f2f)'>does not fit</span>"
+                                   if refusal else "<span style='color:var(--jp-success-color1, #388e3c)'>fits</span>"))
+                except (ValueError, ArithmeticError):
+                    pass
+            color = "var(--jp-error-color1, #d32f2f)" if used >= 0.9 else "var(--jp-brand-color1, #1976d2)"
+            bar = (f"<div class='relviz-rp-session-bar' style='height:8px;border-radius:4px;overflow:hidden;"
+                   f"margin:2px 0;background:var(--jp-layout-color3, #e0e0e0)'><div style='height:100%;"
+                   f"width:{100 * used:.1f}%;background:{color}'></div></div>")
+        cell = "padding:1px 14px 1px 0;text-align:left;line-height:1.3"
+        rows = "".join(
+            f"<tr><td style='{cell}'>#{a['number']}</td><td style='{cell}'>{html.escape(a['status'])}</td>"
+            f"<td style='{cell}'>{_fmt_rho(a['rho'])}</td><td style='{cell}'>ε = {a['epsilon']:g}, δ = {a['delta']:g}</td>"
+            f"<td style='{cell}'>{html.escape(', '.join(sorted(set(a['methods'].values()))))}</td></tr>"
+            for a in attempts[-8:])
+        more = (f"<div style='{_SMALL};{_GREY}'>… and {len(attempts) - 8} earlier attempt(s)</div>"
+                if len(attempts) > 8 else "")
+        table = ("" if not attempts else
+                 "<table class='relviz-rp-session-attempts' style='font-size:11px;border-collapse:collapse;"
+                 f"margin:2px 0'><tr><th style='{cell}'>attempt</th><th style='{cell}'>status</th>"
+                 f"<th style='{cell}'>ρ spent</th><th style='{cell}'>plan</th><th style='{cell}'>methods</th></tr>"
+                 f"{rows}</table>{more}")
+        return (f"<div style='{_SMALL};margin-top:10px'><b>Session ledger</b> — {what}.<br>{capline}</div>"
+                f"{bar}{table}")

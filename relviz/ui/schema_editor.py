@@ -20,6 +20,15 @@ applies the request through the draft and answers with ``graph``, ``problems``, 
 ``detail`` (its degree view). A
 refused edit changes nothing and the graph is redrawn from Python's state. Python-side edits
 (``editor.schema = ...`` or the methods below) redraw the graph the same way.
+
+Destructive repairs ask first: "drop the rows" sends ``{"op": "repair", "how": "drop"}`` and Python
+answers with ``confirm`` (what the repair would remove from each table, the cascade included,
+from :meth:`SchemaDraft.repair_preview`); only ``{"op": "repair", ..., "confirmed": true}``
+applies it, and ``{"op": "dismiss"}`` drops the question. Every applied edit can be undone
+(``{"op": "undo"}``, the Undo button; the graph's ``undo`` names the edit). An exception in a
+request is logged (:mod:`relviz.ui._errors`) and shown as the message (``"error": true``); the
+graph is redrawn from Python's state. ``data_version`` changes whenever the data under the schema
+do (a repair or its undo): the Studio follows it.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import traitlets
 from relviz.database import Database
 from relviz.schema import Schema
 from relviz.ui._assets import asset
+from relviz.ui._errors import error_text, guard
 from relviz.ui.schema_state import EditResult, SchemaDraft, problem_dict
 
 __all__ = ["SchemaEditor"]
@@ -72,8 +82,10 @@ class SchemaEditor(anywidget.AnyWidget):
     units = traitlets.Dict().tag(sync=True)
     epsilon = traitlets.Float(1.0).tag(sync=True)
     delta = traitlets.Float(1e-6).tag(sync=True)
+    confirm = traitlets.Dict().tag(sync=True)
 
     schema = traitlets.Instance(Schema)
+    data_version = traitlets.Int(0)
 
     def __init__(self, source: Database | Schema, *, propose: bool = True, height: int = 520,
                  epsilon: float = 1.0, delta: float = 1e-6, **kwargs: Any) -> None:
@@ -126,14 +138,23 @@ class SchemaEditor(anywidget.AnyWidget):
         return self._refresh(self.draft.reject_proposal(name))
 
     def repair_orphans(self, how: Literal["drop", "null"] = "null", fk: str | None = None) -> EditResult:
+        """Repair at once (a Python call is its own confirmation; the button asks first)."""
         return self._refresh(self.draft.repair_orphans(how, fk))
+
+    def undo(self) -> EditResult:
+        """Undo the last applied edit (a repair's rows come back)."""
+        return self._refresh(self.draft.undo())
 
     # -- synchronisation -------------------------------------------------------------------------
     def _refresh(self, result: EditResult | None, seq: Any = None) -> EditResult:
         d = self.draft
         with self.hold_sync():
+            if result is not None and self.confirm:
+                self.confirm = {}  # any answer closes an open question
             if self.schema is not d.schema:
                 self.schema = d.schema
+            if self.data_version != d.data_version:
+                self.data_version = d.data_version
             self.graph = d.graph()
             self.problems = [problem_dict(p) for p in d.problems()]
             self.units = d.unit_table(self.epsilon, self.delta)
@@ -160,19 +181,45 @@ class SchemaEditor(anywidget.AnyWidget):
     @traitlets.observe("request")
     def _on_request(self, change: dict[str, Any]) -> None:
         req = change["new"] or {}
-        if not req.get("op"):
+        op = req.get("op")
+        if not op:
             return
-        self._refresh(self.draft.apply(req), req.get("seq"))
+        seq = req.get("seq")
+
+        def show(e: BaseException) -> None:
+            self.message = {"ok": False, "op": str(op), "error": True, "seq": seq,
+                            "message": error_text(f"applying {op!r}", e)}
+            self._refresh(None)  # redraw from Python's state: nothing half-applied is left shown
+
+        with guard(f"applying the schema edit {op!r}", show):
+            if op == "repair" and req.get("how") == "drop" and not req.get("confirmed"):
+                self._ask_repair(req, seq)
+            elif op == "dismiss":
+                self.confirm = {}
+                self.message = {"ok": True, "op": "dismiss", "message": "nothing changed", "seq": seq}
+            else:
+                self._refresh(self.draft.apply(req), seq)
+
+    def _ask_repair(self, req: dict[str, Any], seq: Any) -> None:
+        """Show what dropping the orphan rows would remove, and wait for a confirmation."""
+        preview = self.draft.repair_preview("drop", req.get("fk") or None)
+        if not preview["ok"]:
+            self._refresh(self.draft._refuse("repair", preview["reason"]), seq)
+            return
+        self.confirm = {**preview, "op": "repair", "seq": seq,
+                        "title": f"Drop {preview['removed']:,} row(s)? This changes the data the runs use "
+                                 "(Undo restores them)."}
 
     @traitlets.observe("selected")
     def _on_selected(self, change: dict[str, Any]) -> None:
-        with self.hold_sync():
+        with guard("showing the selection"), self.hold_sync():
             self._refresh_detail()
 
     @traitlets.observe("epsilon", "delta")
     def _on_budget(self, change: dict[str, Any]) -> None:
         if getattr(self, "draft", None) is not None:
-            self.units = self.draft.unit_table(self.epsilon, self.delta)
+            with guard("updating the privacy-unit table"):
+                self.units = self.draft.unit_table(self.epsilon, self.delta)
 
     @traitlets.observe("schema")
     def _on_schema(self, change: dict[str, Any]) -> None:

@@ -14,7 +14,12 @@ Degree distributions (:meth:`SchemaDraft.degree_view`) read the private data: th
 view, not private.
 
 The draft keeps a ``history`` of :class:`EditResult` objects; the widget shows the last one
-(:class:`~relviz.ui.budget_state.BudgetDraft` does the same for the plan).
+(:class:`~relviz.ui.budget_state.BudgetDraft` does the same for the plan). Every applied edit can
+be undone (:meth:`SchemaDraft.undo`), the orphan repairs included: a repair replaces the draft's
+frames by repaired copies (the caller's frames are never modified), and undo puts the previous
+ones back. :meth:`SchemaDraft.repair_preview` says, before a repair, how many rows it would remove
+from each table (the cascade to children included) or set to null, so that a view can ask for a
+confirmation; :attr:`SchemaDraft.data_version` changes whenever the frames do.
 
 >>> import pandas as pd
 >>> from relviz import Database, Schema, Table, Attribute, PrivacyUnit
@@ -32,6 +37,7 @@ True
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -45,6 +51,9 @@ from relviz.errors import Problem, RelvizError, SchemaError
 from relviz.errors import error_reason as _error_reason
 from relviz.privacy.measure import CURATOR_VIEW
 from relviz.schema import Attribute, FKProposal, ForeignKey, PrivacyUnit, Schema, propose_foreign_keys
+
+_log = logging.getLogger(__name__)
+_UNDO_STEPS = 50  # undo steps kept (each holds references to frames, not copies)
 
 __all__ = [
     "EditResult",
@@ -143,6 +152,11 @@ def _families_match(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a == "empty" or b == "empty" or a == b
 
 
+def _undo_text(message: str) -> str:
+    """An edit's message as the undo button and the undo message name it."""
+    return message.split(". Undo restores")[0]
+
+
 def _default_fk_name(fk: ForeignKey) -> str:
     return f"{fk.child}.{'+'.join(fk.columns)}->{fk.parent}"
 
@@ -185,6 +199,10 @@ class SchemaDraft(EditHistory):
         self._degrees: dict[tuple[str, tuple[str, ...], str, tuple[str, ...]], np.ndarray] = {}
         self._problems: tuple[Schema, list[Problem]] | None = None
         self._proposals: list[FKProposal] = []
+        self._data_version = 0
+        self._undo: list[tuple[tuple[Any, ...], EditResult]] = []  # (state before, the edit)
+        self._committed = self._state()
+        self._preview: tuple[tuple[Any, ...], Database, Any] | None = None
         if propose and self._frames is not None:
             pks = {t.name: t.primary_key for t in self._schema.tables if t.name in self._frames}
             frames = {n: self._frames[n] for n in pks}
@@ -199,6 +217,52 @@ class SchemaDraft(EditHistory):
     @property
     def has_data(self) -> bool:
         return self._frames is not None
+
+    @property
+    def data_version(self) -> int:
+        """A counter that changes whenever the draft's frames are replaced (a repair, an undo)."""
+        return self._data_version
+
+    # -- undo ----------------------------------------------------------------------------------
+    def _state(self) -> tuple[Any, ...]:
+        return (self._schema, self._frames, dict(self._removed_attributes), frozenset(self._rejected))
+
+    def _restore(self, state: tuple[Any, ...]) -> None:
+        schema, frames, removed, rejected = state
+        if frames is not self._frames:
+            self._set_frames(frames)
+        self._schema = schema
+        self._removed_attributes = dict(removed)
+        self._rejected = set(rejected)
+
+    def _set_frames(self, frames: dict[str, pd.DataFrame] | None) -> None:
+        self._frames = frames
+        self._data_version += 1
+        self._degrees.clear()
+        self._families.clear()
+        self._problems = None
+        self._preview = None
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self._undo)
+
+    @property
+    def undo_label(self) -> str:
+        """What :meth:`undo` would undo (empty when nothing)."""
+        return _undo_text(self._undo[-1][1].message) if self._undo else ""
+
+    def undo(self) -> EditResult:
+        """Restore the schema and the data as they were before the last applied edit (refused
+        edits changed nothing and are skipped); an orphan repair's rows come back."""
+        if not self._undo:
+            return self._refuse("undo", "nothing to undo")
+        state, edit = self._undo.pop()
+        data = state[1] is not self._frames
+        self._restore(state)
+        self._committed = self._state()
+        tail = " — the data are back as they were" if data else ""
+        return self._record(True, "undo", f"undone: {_undo_text(edit.message)}{tail}")
 
     @property
     def database(self) -> Database | None:
@@ -272,7 +336,12 @@ class SchemaDraft(EditHistory):
         if self._problems is not None and self._problems[0] is self._schema:
             return list(self._problems[1])
         db = self.database
-        probs = db.problems() if db is not None else self._schema.problems()
+        try:
+            probs = db.problems() if db is not None else self._schema.problems()
+        except Exception as e:  # noqa: BLE001 - a check that breaks is a problem to show, not a crash
+            _log.exception("checking the schema and data failed")
+            probs = [Problem("check_failed", f"the data could not be checked ({type(e).__name__}: {e}); "
+                             "undo the last edit or fix the schema")]
         self._problems = (self._schema, probs)
         return list(probs)
 
@@ -334,7 +403,13 @@ class SchemaDraft(EditHistory):
     _subject = "schema"
 
     def _done(self, op: str, message: str) -> EditResult:
-        return self._record(True, op, message)
+        result = self._record(True, op, message)
+        before, now = self._committed, self._state()
+        if any(a is not b if i < 2 else a != b for i, (a, b) in enumerate(zip(before, now))):
+            self._undo.append((before, result))
+            del self._undo[:-_UNDO_STEPS]
+            self._committed = now
+        return result
 
     def _check_fk(self, schema: Schema, fk: ForeignKey, *, replacing: str | None = None) -> str | None:
         """Why ``fk`` may not join ``schema`` (``None`` when it may): the schema's own check
@@ -589,24 +664,96 @@ class SchemaDraft(EditHistory):
         self._rejected.add((p.fk.child, tuple(p.fk.columns), p.fk.parent))
         return self._done("reject", f"rejected the proposal {p.fk.label()}")
 
+    def _repaired(self, how: str, fk: str | None) -> tuple[Database, Any]:
+        """``Database.repair_orphans`` on the draft's data (cached for the preview → apply pair)."""
+        key = (how, fk, self._schema, self._frames)
+        if self._preview is not None and self._preview[0] == key:
+            return self._preview[1], self._preview[2]
+        db = self.database
+        assert db is not None
+        repaired, report = db.repair_orphans(how, None if fk is None else [fk])  # type: ignore[arg-type]
+        self._preview = (key, repaired, report)
+        return repaired, report
+
+    def repair_preview(self, how: Literal["drop", "null"] = "drop", fk: str | None = None) -> dict[str, Any]:
+        """What :meth:`repair_orphans` would change, before it changes anything (curator view).
+
+        Returns:
+            ``{"how", "fk", "tables": [{"table", "before", "after", "removed", "emptied",
+            "cascade"}], "removed": total rows removed, "nulls": [{"fk", "rows"}], "lines":
+            [sentences], "advice": str, "ok"}``; ``ok`` is ``False`` (with ``"reason"``) when
+            there is nothing to repair or the repair is impossible.
+        """
+        out: dict[str, Any] = {"how": how, "fk": fk, "tables": [], "removed": 0, "nulls": [],
+                               "lines": [], "advice": "", "ok": False, "view": CURATOR_VIEW}
+        if self._frames is None:
+            out["reason"] = "there are no data to repair"
+            return out
+        if how not in ("drop", "null"):
+            out["reason"] = "how must be 'drop' or 'null'"
+            return out
+        try:
+            repaired, report = self._repaired(how, fk)
+        except (RelvizError, KeyError, ValueError) as e:
+            out["reason"] = error_reason(e)
+            return out
+        rows = report.rows
+        if not len(rows):
+            out["reason"] = "there are no orphans to repair"
+            return out
+        direct = {r["child"] for r in rows.to_dict(orient="records")}
+        for r in rows.to_dict(orient="records"):
+            n_child = len(self._frames[r["child"]])
+            if how == "null":
+                out["nulls"].append({"fk": r["fk"], "rows": int(r["rows"])})
+                out["lines"].append(f"{r['fk']}: {int(r['rows']):,} of {n_child:,} {r['child']} row(s) get a "
+                                    "null foreign key (the FK becomes nullable)")
+            if int(r["rows"]) == n_child and n_child:
+                out["advice"] = (f"every {r['child']} row is an orphan of {r['fk']}: that foreign key is "
+                                 "probably wrong — delete it (or re-point it) instead of repairing the data")
+        if how == "drop":
+            for t in self._schema.table_names:
+                if t not in self._frames or t not in repaired:
+                    continue
+                before, after = len(self._frames[t]), len(repaired[t])
+                if after == before:
+                    continue
+                item = {"table": t, "before": before, "after": after, "removed": before - after,
+                        "emptied": after == 0, "cascade": t not in direct}
+                out["tables"].append(item)
+                out["removed"] += before - after
+                why = " — their parent rows are dropped (cascade)" if item["cascade"] else " (orphans)"
+                out["lines"].append(f"{t}: {before - after:,} of {before:,} rows removed"
+                                    + (", the table becomes empty" if after == 0 else "") + why)
+        out["ok"] = True
+        return out
+
     def repair_orphans(self, how: Literal["drop", "null"] = "null",
                        fk: str | None = None) -> EditResult:
-        """Repair orphan FK values in the draft's data (``Database.repair_orphans``)."""
-        db = self.database
-        if db is None:
+        """Repair orphan FK values in the draft's data (``Database.repair_orphans``).
+
+        ``"drop"`` removes the orphan rows and, in cascade, the rows that depend on them;
+        ``"null"`` nulls the orphan values. The message counts the rows changed per table; the
+        caller's frames are never modified, and :meth:`undo` restores the previous data.
+        """
+        if self._frames is None:
             return self._refuse("repair", "there are no data to repair")
         if how not in ("drop", "null"):
             return self._refuse("repair", "how must be 'drop' or 'null'")
-        try:
-            repaired, report = db.repair_orphans(how, None if fk is None else [fk])
-        except (RelvizError, KeyError, ValueError) as e:
-            return self._refuse("repair", error_reason(e))
-        self._frames = {n: repaired[n] for n in repaired.table_names if n in repaired}
+        preview = self.repair_preview(how, fk)
+        if not preview["ok"]:
+            return self._refuse("repair", preview["reason"])
+        repaired, report = self._repaired(how, fk)
+        self._set_frames({n: repaired[n] for n in repaired.table_names if n in repaired})
         self._schema = repaired.schema
-        self._degrees.clear()
-        self._families.clear()
-        self._problems = None
-        return self._done("repair", str(report).replace("\n", "; "))
+        if how == "drop":
+            what = "; ".join(f"{t['table']} −{t['removed']:,} of {t['before']:,}"
+                             + (" (now empty)" if t["emptied"] else "") + (" (cascade)" if t["cascade"] else "")
+                             for t in preview["tables"])
+            message = f"dropped {preview['removed']:,} row(s): {what}. Undo restores them"
+        else:
+            message = str(report).replace("\n", "; ") + ". Undo restores the values"
+        return self._done("repair", message)
 
     def set_schema(self, schema: Schema) -> EditResult:
         """Replace the whole schema (a Python-side edit; problems are reported, not refused)."""
@@ -623,7 +770,7 @@ class SchemaDraft(EditHistory):
         ``{"op": "set_entity", "table"}``, ``{"op": "set_unit", "kind", "entity"}``,
         ``{"op": "set_cap", "fk", "cap"}``, ``{"op": "set_cap_dp", "fk", "quantile", "rho",
         "candidates"}``, ``{"op": "accept", "fk"}``, ``{"op": "reject", "fk"}``,
-        ``{"op": "repair", "how", "fk"}``. Anything else is refused.
+        ``{"op": "repair", "how", "fk"}``, ``{"op": "undo"}``. Anything else is refused.
         """
         op = str(request.get("op", ""))
         try:
@@ -655,6 +802,8 @@ class SchemaDraft(EditHistory):
                 return self.reject_proposal(str(request["fk"]))
             if op == "repair":
                 return self.repair_orphans(request.get("how", "null"), request.get("fk") or None)
+            if op == "undo":
+                return self.undo()
         except (KeyError, TypeError, ValueError) as e:
             return self._refuse(op or "request", f"malformed request ({error_reason(e)})")
         return self._refuse(op or "request", f"unknown edit {op!r}")
@@ -682,6 +831,7 @@ class SchemaDraft(EditHistory):
                 "columns": cols,
                 "problems": sum(1 for p in probs if p.table == t.name),
             })
+        keyed = {t.name: len(t.primary_key) for t in s.tables if t.primary_key}
         edges = []
         for fk in s.foreign_keys:
             cols = {", ".join(fk.columns), *fk.columns}
@@ -694,7 +844,11 @@ class SchemaDraft(EditHistory):
                           "columns": list(fk.columns), "parent_columns": list(fk.parent_columns),
                           "nullable": fk.nullable, "label": fk.label(),
                           "cap": None if unit is None else unit.caps.get(fk.name),
-                          "problems": kinds})
+                          "problems": kinds,
+                          # where "Re-point" may send it: another table with a key of as many
+                          # columns (neither its parent nor the child table itself)
+                          "repoint": [t for t, k in keyed.items()
+                                      if t not in (fk.parent, fk.child) and k == len(fk.columns)]})
         proposals = [{"id": p.fk.name, "child": p.fk.child, "parent": p.fk.parent,
                       "columns": list(p.fk.columns), "parent_columns": list(p.fk.parent_columns),
                       "label": p.fk.label(), "reason": p.reason, "containment": p.containment,
@@ -703,7 +857,8 @@ class SchemaDraft(EditHistory):
         return {"name": s.name, "nodes": nodes, "edges": edges, "proposals": proposals,
                 "entity": None if unit is None else unit.entity,
                 "unit": None if unit is None else unit.describe(),
-                "has_unit": unit is not None, "has_data": self.has_data}
+                "has_unit": unit is not None, "has_data": self.has_data,
+                "can_undo": self.can_undo, "undo": self.undo_label}
 
 
 error_reason = _error_reason  # one rule for every refusal (relviz.errors.error_reason)

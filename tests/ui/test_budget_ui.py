@@ -42,7 +42,9 @@ def test_number_box_slider_lock_rebalance_keep_the_sum_exactly_one(page: Any) ->
     assert Fraction(start["total"]) == 1 and names[:3] == ["patients", "visits", "prescriptions"]
     page.screenshot("budget_panel_initial", p.locator(PANEL))
     info = p.locator(f"{PANEL} .relviz-bp-info-1").inner_text()
-    assert "σ =" in info and "curator view (not private)" in info
+    assert "σ =" in info and "*" in info  # n read from the data: marked, and said once under the rows
+    assert "curator view (not private)" not in info
+    assert "curator view (not private)" in p.locator(f"{PANEL} .relviz-bp-footnote").inner_text()
 
     # 1. type a share into the number box of `visits`
     box = p.locator(f"{PANEL} .relviz-bp-share-1 input")

@@ -172,10 +172,13 @@ function render({ model, el }) {
   const title = h("span", { class: "title" });
   const unitSel = h("select", { class: "unit", title: "What one individual is, for the DP guarantee" });
   unitSel.addEventListener("change", () => send({ op: "set_entity", table: unitSel.value || null }));
+  const undoBtn = h("button", { class: "undo", disabled: true, onclick: () => send({ op: "undo" }) }, "↶ Undo");
   const toolbar = h("div", { class: "relviz-se-toolbar" }, title,
-    h("label", { class: "unitlabel" }, "Protected entity ", unitSel),
+    h("label", { class: "unitlabel" }, "Protected entity ", unitSel), undoBtn,
     h("button", { class: "fit", title: "Fit the graph to the view", onclick: () => cy && cy.fit(undefined, 20) }, "Fit"));
   const msg = h("div", { class: "relviz-se-message", role: "status" });
+  // a destructive edit waits here for a confirmation (Python fills the `confirm` trait)
+  const confirmBox = h("div", { class: "relviz-se-confirm", role: "alertdialog", hidden: true });
   const form = h("div", { class: "relviz-se-form", hidden: true });
   const canvas = h("div", { class: "relviz-se-canvas", tabindex: "0", "data-lm-suppress-shortcuts": "true" });
   canvas.style.height = `${model.get("height")}px`;
@@ -187,7 +190,7 @@ function render({ model, el }) {
   const hint = h("div", { class: "relviz-se-hint", text:
     "Drag from a child table onto its parent table to add a foreign key. Click a table or an arrow " +
     "to edit it (Delete removes a selected arrow). Dashed arrows are proposals from the data." });
-  const root = h("div", { class: "relviz-se-root" }, toolbar, msg, form,
+  const root = h("div", { class: "relviz-se-root" }, toolbar, msg, confirmBox, form,
     h("div", { class: "relviz-se-main" }, stage, side), hint, problemsBox, unitsBox);
   el.appendChild(root);
 
@@ -201,6 +204,7 @@ function render({ model, el }) {
       else if (sel.startsWith("proposal:")) send({ op: "reject", fk: sel.slice(9) });
     }
     if (e.key === "Escape" && pendingForm) closeForm();
+    if (e.key === "Escape" && !confirmBox.hidden) send({ op: "dismiss" });
     e.stopPropagation();
   };
   root.addEventListener("keydown", onKey);
@@ -262,6 +266,7 @@ function render({ model, el }) {
     if (!cy) return;
     const g = graph();
     title.textContent = `Schema editor${g.name ? ` — ${g.name}` : ""}`;
+    renderUndo(g);
     buildCards(g);
     cy.batch(() => {
       cy.elements().remove();
@@ -411,8 +416,12 @@ function render({ model, el }) {
     capIn.addEventListener("input", update);
     const setCap = () => send({ op: "set_cap", fk: e.id, cap: capIn.value === "" ? null : Number(capIn.value) });
     capIn.addEventListener("keydown", (ev) => { if (ev.key === "Enter") setCap(); });
-    const repoint = h("select", { class: "repoint" }, g.nodes.filter((n) => n.id !== e.parent)
-      .map((n) => h("option", { value: n.id, text: n.id })));
+    // Python lists where the FK may go: another table with a key of as many columns (not its
+    // parent, not the child table itself)
+    const targets = e.repoint || [];
+    const repoint = h("select", { class: "repoint", disabled: !targets.length },
+      targets.length ? targets.map((t) => h("option", { value: t, text: t }))
+        : [h("option", { value: "", text: "no other table has a matching key" })]);
     put(side, h("h4", { text: e.label }),
       h("p", { text: `${e.child}(${e.columns.join(", ")}) → ${e.parent}(${e.parent_columns.join(", ")})` +
         (e.nullable ? " · nullable" : "") }),
@@ -433,8 +442,8 @@ function render({ model, el }) {
           d.truncation.map(([t, n]) => h("tr", {}, h("td", { text: String(t) }), h("td", { text: `${fmtInt(n)} (${pct(d.n_linked ? n / d.n_linked : 0)})` }))))) :
         h("p", { class: "note", text: ready ? "No data: degree distribution unavailable." : "Loading degree distribution…" }),
       h("h5", { text: "Re-point or delete" }),
-      h("div", { class: "caprow" }, repoint, h("button", { class: "repoint-btn",
-        onclick: () => send({ op: "repoint_fk", fk: e.id, parent: repoint.value }) }, "Re-point")),
+      h("div", { class: "caprow" }, repoint, h("button", { class: "repoint-btn", disabled: !targets.length,
+        onclick: () => { if (repoint.value) send({ op: "repoint_fk", fk: e.id, parent: repoint.value }); } }, "Re-point")),
       h("button", { class: "delete danger", onclick: () => send({ op: "remove_fk", fk: e.id }) }, "Delete foreign key"));
     update();
   }
@@ -454,8 +463,29 @@ function render({ model, el }) {
     const m = model.get("message") || {};
     busy = false;
     root.classList.remove("busy");
-    msg.className = "relviz-se-message" + (m.message ? (m.ok ? " ok" : " refused") : "");
-    msg.textContent = m.message ? (m.ok ? `✓ ${m.message}` : `✗ ${m.message}`) : "";
+    msg.className = "relviz-se-message" + (m.message ? (m.ok ? " ok" : m.error ? " refused error" : " refused") : "");
+    msg.textContent = m.message ? (m.ok ? `✓ ${m.message}` : m.error ? `⚠ ${m.message}` : `✗ ${m.message}`) : "";
+  }
+
+  function renderUndo(g) {
+    undoBtn.disabled = !g.can_undo;
+    undoBtn.title = g.can_undo ? `Undo: ${g.undo}` : "nothing to undo";
+  }
+
+  function renderConfirm() {
+    const c = model.get("confirm") || {};
+    confirmBox.replaceChildren();
+    confirmBox.hidden = !c.op;
+    if (!c.op) return;
+    const yes = h("button", { class: "confirm-yes danger", onclick: () =>
+      send({ op: c.op, how: c.how, fk: c.fk, confirmed: true }) }, `Drop ${fmtInt(c.removed)} row(s)`);
+    put(confirmBox, h("div", { class: "ctitle", text: c.title }),
+      h("ul", {}, (c.lines || []).map((l) => h("li", { text: l }))),
+      c.advice ? h("p", { class: "advice", text: `Advice: ${c.advice}.` }) : null,
+      h("p", { class: "note", text: `Counts read from the data: ${CURATOR}.` }),
+      h("div", { class: "caprow" }, yes,
+        h("button", { class: "confirm-no", onclick: () => send({ op: "dismiss" }) }, "Cancel")));
+    yes.focus();
   }
 
   function renderProblems() {
@@ -469,8 +499,9 @@ function render({ model, el }) {
     put(problemsBox, h("div", { class: "phead", text: `Problems (${ps.length})` }),
       h("ul", {}, ps.map((p) => h("li", { class: `problem ${p.kind}` }, h("code", { text: p.kind }), " ", p.text.replace(/^\[[^\]]*\]\s*/, "")))),
       orphans ? h("div", { class: "repair" }, "Repair orphans: ",
-        h("button", { onclick: () => send({ op: "repair", how: "null" }) }, "set them to null"),
-        h("button", { onclick: () => send({ op: "repair", how: "drop" }) }, "drop the rows")) : null);
+        h("button", { class: "repair-null", onclick: () => send({ op: "repair", how: "null" }) }, "set them to null"),
+        h("button", { class: "repair-drop", title: "asks first, showing how many rows each table would lose",
+          onclick: () => send({ op: "repair", how: "drop" }) }, "drop the rows…")) : null);
   }
 
   // ---------------------------------------------------------------- privacy units
@@ -525,7 +556,9 @@ function render({ model, el }) {
   const onDetail = () => renderSide();
   const onHeight = () => { canvas.style.height = `${model.get("height")}px`; };
   const onUnits = () => renderUnits();
+  const onConfirm = () => renderConfirm();
   model.on("change:graph", onGraph);
+  model.on("change:confirm", onConfirm);
   model.on("change:message", onMessage);
   model.on("change:problems", onProblems);
   model.on("change:selected", onSelected);
@@ -535,6 +568,8 @@ function render({ model, el }) {
   renderMessage();
   renderProblems();
   renderUnits();
+  renderConfirm();
+  renderUndo(graph());
 
   // Follow JupyterLab's theme: the canvas reads its colours from --jp-* variables, so restyle
   // when the theme changes (the cards and panels use the CSS variables directly).
@@ -560,6 +595,7 @@ function render({ model, el }) {
     model.off("change:detail", onDetail);
     model.off("change:height", onHeight);
     model.off("change:units", onUnits);
+    model.off("change:confirm", onConfirm);
     if (eh) eh.destroy();
     if (cy) cy.destroy();
   };
