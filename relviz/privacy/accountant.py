@@ -214,11 +214,13 @@ class LedgerEntry:
         label: What was released, e.g. ``"1-way marginals (14)"``.
         component: The plan component that paid: a table name or an FK name.
         module: Step inside the component (``"measure"``, ``"select"``, ``"degree"``…).
-        mechanism: ``"gaussian"`` or ``"exponential"``.
+        mechanism: ``"gaussian"``, ``"exponential"`` or ``"laplace"`` (pure ε-DP, charged
+            ε²/2; ``sensitivity`` is then the L1 sensitivity).
         rho: zCDP cost (exact).
         sensitivity: L2 sensitivity (Gaussian) or score sensitivity (exponential), privacy-unit
             multipliers included.
-        sigma: Gaussian noise standard deviation (``None`` for the exponential mechanism).
+        sigma: Noise standard deviation: Gaussian σ, or √2·b for the Laplace mechanism (``None``
+            for the exponential mechanism).
         epsilon_em: Exponential-mechanism ε (``None`` for Gaussian).
         count: Number of identical releases this entry stands for (ρ is their total).
         source: Paper, algorithm and equation this release implements.
@@ -354,7 +356,7 @@ class Accountant:
         *,
         component: str,
         module: str,
-        mechanism: Literal["gaussian", "exponential"],
+        mechanism: Literal["gaussian", "exponential", "laplace"],
         sensitivity: float,
         sigma: float | None = None,
         epsilon_em: float | None = None,

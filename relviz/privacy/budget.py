@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 from relviz.privacy.accountant import Accountant
-from relviz.privacy.mechanisms import exponential_mechanism, gaussian_mechanism
+from relviz.privacy.mechanisms import exponential_mechanism, gaussian_mechanism, laplace_mechanism
 
 __all__ = ["Budget", "to_fraction"]
 
@@ -68,6 +68,15 @@ class Budget:
         return exponential_mechanism(scores, accountant=self.accountant, rho=rho,
                                      sensitivity=sensitivity, rng=self.rng, label=label,
                                      component=self.component, module=module, source=source)
+
+    def laplace(self, values: np.ndarray, *, rho: Fraction, sensitivity: float, label: str,
+                module: str = "measure", source: str = "", count: int = 1,
+                integer: bool | None = None) -> tuple[np.ndarray, float]:
+        """Laplace release (pure ε-DP, ε = √(2ρ); L1 ``sensitivity``) charged to this component;
+        returns ``(noisy values, scale b)`` (see ``laplace_mechanism``)."""
+        return laplace_mechanism(values, accountant=self.accountant, rho=rho, sensitivity=sensitivity,
+                                 rng=self.rng, label=label, component=self.component, module=module,
+                                 source=source, count=count, integer=integer)
 
     @property
     def remaining(self) -> Fraction:

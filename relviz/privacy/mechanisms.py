@@ -13,6 +13,9 @@ rational cost (and, with OpenDP, OpenDP's own privacy map) is within the charged
 * Exponential mechanism: ``Pr[r] ∝ exp(ε·q_r/(2Δ))`` with score sensitivity Δ is ε²/8-zCDP
   (Cesar & Rogers 2021), sampled with the Gumbel-max trick (report-noisy-max with Gumbel noise
   of scale 2Δ/ε).
+* Laplace mechanism: ``f(D) + Lap(b)`` with L1 sensitivity Δ₁ is ε-DP for ε = Δ₁/b (Dwork,
+  McSherry, Nissim & Smith 2006), hence ε²/2-zCDP (Bun & Steinke 2016, Prop. 1.4): the pure-DP
+  releases of PrivBayes (docs/methods/privbayes.md).
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ from relviz.privacy.noise import (
     base_gaussian_sigma,
     calibrate_exponential,
     calibrate_gaussian,
+    calibrate_laplace,
 )
 
-__all__ = ["gaussian_sigma", "em_epsilon", "gaussian_mechanism", "exponential_mechanism"]
+__all__ = ["gaussian_sigma", "em_epsilon", "laplace_scale", "gaussian_mechanism", "exponential_mechanism",
+           "laplace_mechanism"]
 
 
 def gaussian_sigma(sensitivity: float, rho: Fraction | float) -> float:
@@ -51,6 +56,12 @@ def gaussian_sigma(sensitivity: float, rho: Fraction | float) -> float:
 def em_epsilon(rho: Fraction | float) -> float:
     """Largest float ε with ε²/8 ≤ ρ exactly (ε = √(8ρ), rounded down)."""
     return base_em_epsilon(rho)
+
+
+def laplace_scale(sensitivity: float, rho: Fraction | float) -> float:
+    """Laplace scale b of the ``"numpy"`` sampler for L1 sensitivity Δ₁ and budget ρ
+    (ε = √(2ρ) rounded down, b = Δ₁/ε rounded up; standard deviation √2·b)."""
+    return calibrate_laplace("numpy", sensitivity, rho).scale
 
 
 def gaussian_mechanism(
@@ -138,3 +149,50 @@ def exponential_mechanism(
                       sensitivity=sensitivity, epsilon_em=noise.epsilon, source=source,
                       sampler=noise.kind)
     return noise.sample(scores, rng)
+
+
+def laplace_mechanism(
+    values: np.ndarray,
+    *,
+    accountant: Accountant,
+    rho: Fraction | float,
+    sensitivity: float,
+    rng: np.random.Generator,
+    label: str,
+    component: str,
+    module: str = "measure",
+    source: str = "",
+    count: int = 1,
+    integer: bool | None = None,
+) -> tuple[np.ndarray, float]:
+    """Release ``values + Lap(b)`` (ε = Δ₁/b pure DP, charged ρ = ε²/2) after charging ``rho``.
+
+    The ledger records the L1 sensitivity and, in ``sigma``, the noise's standard deviation
+    √2·b (so ε = √2·Δ₁/σ).
+
+    Args:
+        values: Exact answers (any shape).
+        accountant: The run's accountant; ``accountant.noise`` picks the sampler (OpenDP: the
+            discrete Laplace for integer-valued queries).
+        rho: ρ to spend on this release.
+        sensitivity: L1 sensitivity Δ₁ of ``values`` under the privacy unit.
+        rng: Noise source of the ``"numpy"`` sampler.
+        label, component, module, source, count: Ledger fields.
+        integer: The query is integer-valued on every database (see :func:`gaussian_mechanism`).
+
+    Returns:
+        ``(noisy values as float64, Laplace scale b actually used)``.
+
+    Raises:
+        BudgetError: if the accountant refuses (nothing is released, no noise is drawn).
+    """
+    values = np.asarray(values)
+    if integer is None:
+        integer = bool(np.issubdtype(values.dtype, np.integer))
+    noise = calibrate_laplace(accountant.noise, sensitivity, rho, integer=integer, size=values.size)
+    if noise.noise == "opendp":
+        noise.check(values)
+    accountant.charge(label, rho, component=component, module=module, mechanism="laplace",
+                      sensitivity=sensitivity, sigma=noise.std, count=count, source=source,
+                      sampler=noise.kind)
+    return noise.sample(values, rng), noise.scale

@@ -60,10 +60,13 @@ __all__ = [
     "describe_noise",
     "base_gaussian_sigma",
     "base_em_epsilon",
+    "base_laplace_epsilon",
     "GaussianNoise",
     "ExponentialNoise",
+    "LaplaceNoise",
     "calibrate_gaussian",
     "calibrate_exponential",
+    "calibrate_laplace",
     "opendp_gaussian_rho",
     "opendp_exponential_rho",
 ]
@@ -131,6 +134,18 @@ def base_em_epsilon(rho: Fraction | float) -> float:
     return eps
 
 
+def base_laplace_epsilon(rho: Fraction | float) -> float:
+    """Largest float ε with ε²/2 ≤ ρ exactly (ε = √(2ρ), rounded down): an ε-DP release is
+    ε²/2-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
+    rho = Fraction(rho)
+    if rho <= 0:
+        raise ValueError("rho must be positive")
+    eps = math.sqrt(2 * float(rho))
+    while Fraction(eps) ** 2 / 2 > rho:
+        eps = math.nextafter(eps, 0.0)
+    return eps
+
+
 def _step(x: float, i: int, up: bool) -> float:
     """The ``i``-th adjustment of a noise parameter: one float step, then geometric steps."""
     if i < _MAX_ULP_STEPS:
@@ -159,6 +174,7 @@ def _dp() -> Any:
     return SimpleNamespace(
         m=measurements, vector_domain=domains.vector_domain, atom_domain=domains.atom_domain,
         l2_distance=metrics.l2_distance, linf_distance=metrics.linf_distance,
+        l1_distance=metrics.l1_distance,
         zero_concentrated_divergence=measures.zero_concentrated_divergence)
 
 
@@ -198,6 +214,27 @@ def opendp_gaussian_rho(sensitivity: float, sigma: float, *, integer: bool, size
     if not integer and k is None:
         k = _grid_k(sensitivity, size)
     return float(_opendp_gaussian(sigma, integer=integer, size=size, k=k).map(float(sensitivity)))
+
+
+def _opendp_laplace(scale: float, *, integer: bool, size: int, k: int | None) -> Any:
+    dp = _dp()
+    if integer:
+        space = dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64")
+        return dp.m.make_laplace(*space, scale=scale)
+    space = (dp.vector_domain(dp.atom_domain(T=float, nan=False), size=max(int(size), 1)),
+             dp.l1_distance(T=float))
+    return dp.m.make_laplace(*space, scale=scale, k=k)
+
+
+def opendp_laplace_epsilon(sensitivity: float, scale: float, *, integer: bool, size: int = 1,
+                           k: int | None = None) -> float:
+    """OpenDP's own pure-DP ε (its privacy map) of its Laplace mechanism at L1 sensitivity Δ
+    (an integer mechanism is mapped at ⌈Δ⌉, which bounds the L1 distance of integer vectors)."""
+    if integer:
+        return float(_opendp_laplace(scale, integer=True, size=size, k=None).map(int(math.ceil(sensitivity))))
+    if k is None:
+        k = _grid_k(sensitivity, size)
+    return float(_opendp_laplace(scale, integer=False, size=size, k=k).map(float(sensitivity)))
 
 
 @lru_cache(maxsize=64)
@@ -299,6 +336,88 @@ class ExponentialNoise:
         if not np.all(np.isfinite(scores)):
             raise ValueError("the exact exponential mechanism needs finite scores")
         return int(_opendp_noisy_max(self.scale)(scores.tolist()))
+
+
+@dataclass(frozen=True)
+class LaplaceNoise:
+    """A calibrated Laplace release (pure ε-DP, charged ε²/2 in zCDP).
+
+    Attributes:
+        noise: Sampler name.
+        scale: Laplace scale b (standard deviation √2·b).
+        epsilon: Pure-DP ε = Δ₁/b of the release (OpenDP: its own map).
+        integer: Discrete Laplace on ℤ (OpenDP, integer-valued query) or real-valued noise.
+        size: Number of values released.
+        k: OpenDP float grid exponent (``None`` for numpy and for the discrete Laplace).
+    """
+
+    noise: NoiseName
+    scale: float
+    epsilon: float
+    integer: bool
+    size: int
+    k: int | None = None
+
+    @property
+    def kind(self) -> str:
+        if self.noise == "numpy":
+            return "numpy laplace"
+        return "opendp discrete Laplace" if self.integer else f"opendp float Laplace (grid 2^{self.k})"
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(2.0) * self.scale
+
+    def check(self, values: np.ndarray) -> np.ndarray:
+        """The answers as OpenDP takes them (int64 or finite float64), or ``ValueError``."""
+        values = np.asarray(values)
+        if values.size != self.size:
+            raise ValueError(f"calibrated for {self.size} values, got {values.size}")
+        return _as_int64(values) if self.integer else _as_finite_float(values)
+
+    def sample(self, values: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
+        """``values`` plus Laplace noise, as float64 of the same shape."""
+        if self.noise == "numpy":
+            values = np.asarray(values, dtype=np.float64)
+            return values + rng.laplace(0.0, self.scale, size=values.shape)  # type: ignore[union-attr]
+        exact = self.check(values)
+        if exact.size == 0:
+            return np.zeros(exact.shape, dtype=np.float64)
+        meas = _opendp_laplace(self.scale, integer=self.integer, size=exact.size, k=self.k)
+        return np.asarray(meas(exact.ravel().tolist()), dtype=np.float64).reshape(exact.shape)
+
+
+def calibrate_laplace(noise: str, sensitivity: float, rho: Fraction | float, *, integer: bool = False,
+                      size: int = 1) -> LaplaceNoise:
+    """The Laplace release of zCDP cost at most ``rho``: ε = √(2ρ) (rounded down), b = Δ₁/ε
+    (rounded up until Δ₁/b ≤ ε exactly); with OpenDP, b is raised until OpenDP's own pure-DP map
+    at Δ₁ is an ε with ε²/2 ≤ ρ exactly.
+
+    Args:
+        noise: ``"numpy"`` or ``"opendp"``.
+        sensitivity: L1 sensitivity Δ₁.
+        rho: ρ charged for the release.
+        integer: The query is integer-valued on every database (counts).
+        size: Number of values released.
+    """
+    noise = check_noise(noise)
+    if not sensitivity > 0:
+        raise ValueError("sensitivity must be positive")
+    rho = Fraction(rho)
+    eps = base_laplace_epsilon(rho)
+    d1 = Fraction(float(sensitivity))
+    scale = float(sensitivity) / eps
+    while d1 / Fraction(scale) > Fraction(eps):
+        scale = math.nextafter(scale, math.inf)
+    if noise == "numpy":
+        return LaplaceNoise("numpy", scale, float(sensitivity) / scale, bool(integer), int(size))
+    k = None if integer else _grid_k(sensitivity, size)
+    for i in range(_MAX_ULP_STEPS + 200):
+        got = opendp_laplace_epsilon(sensitivity, scale, integer=integer, size=size, k=k)
+        if Fraction(got) ** 2 / 2 <= rho:
+            return LaplaceNoise("opendp", scale, got, bool(integer), int(size), k)
+        scale = max(_step(scale, i, up=True), scale * got / eps) if i == 0 else _step(scale, i - 1, up=True)
+    raise RuntimeError("could not match OpenDP's Laplace privacy map to the charged ρ")
 
 
 def calibrate_gaussian(noise: str, sensitivity: float, rho: Fraction | float, *, integer: bool = False,

@@ -65,7 +65,9 @@ class Mechanism(Protocol):
 
 
 def _load() -> None:
-    from relviz.single import independent, mst  # noqa: F401  (registration side effect)
+    # registration side effect; MST first: it is the default and the first listed
+    from relviz.single import independent, mst  # noqa: F401, I001
+    from relviz.single import aim, privbayes, privsyn  # noqa: F401
 
 
 def get_class(name: str) -> type:

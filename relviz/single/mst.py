@@ -193,11 +193,8 @@ class MST:
         d = len(attrs)
         rho = budget.rho
         if d <= 1:  # nothing to select: all budget on the 1-way marginal (or the count)
-            from relviz.single.independent import Independent
-
-            m = Independent().fit(data, budget, histogram_sensitivity=histogram_sensitivity,
-                                  score_sensitivity=score_sensitivity, progress=progress)
-            return _IndependentAsMST(m, attrs)
+            return fit_single_attribute(data, budget, histogram_sensitivity=histogram_sensitivity,
+                                        score_sensitivity=score_sensitivity, progress=progress)
         rho1, rho2, rho3 = _thirds(rho)
 
         # 1. one-way marginals --------------------------------------------------------------
@@ -303,6 +300,17 @@ class MST:
         mb = mapping.get(b, np.arange(sizes[b]))
         idx = (ma[:, None] * csize[b] + mb[None, :]).ravel()
         return np.bincount(idx, weights=x, minlength=csize[a] * csize[b])
+
+
+def fit_single_attribute(data, budget: Budget, *, histogram_sensitivity: float,  # noqa: ANN001
+                         score_sensitivity: float, progress: Reporter) -> _IndependentAsMST:
+    """A table with ≤ 1 attribute has nothing to select: every graphical-model mechanism (MST,
+    AIM, PrivBayes, PrivSyn) spends its whole budget on the 1-way marginal (or the count)."""
+    from relviz.single.independent import Independent
+
+    m = Independent().fit(data, budget, histogram_sensitivity=histogram_sensitivity,
+                          score_sensitivity=score_sensitivity, progress=progress)
+    return _IndependentAsMST(m, tuple(data.attributes))
 
 
 @dataclass
