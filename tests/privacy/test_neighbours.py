@@ -23,12 +23,13 @@ from hypothesis import strategies as st
 from relviz.database import drop_rows
 from relviz.plan import Plan
 from relviz.privacy.budget import Budget
-from relviz.schema import PrivacyUnit, Schema
+from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 from relviz.synthesizer import RelationalSynthesizer
 from tests.privacy.neighbours import (
     Misaligned,
     check_neighbours,
     clustered_db,
+    compare_on_neighbour,
     databases,
     enforce_caps,
     fixed_household_db,
@@ -42,6 +43,7 @@ from tests.privacy.neighbours import (
     neighbours,
     parent_child_schema,
     public_parent_schema,
+    record_fit,
     relation_methods,
     report,
     row_neighbour,
@@ -344,3 +346,107 @@ def test_database_method_releases_within_declared_sensitivity(case: Case, method
     nbrs = neighbours(db, np.random.default_rng(seed), n_row=ROW_NEIGHBOURS)
     violations = check_neighbours(db, methods.plan, nbrs)
     assert not violations, report(violations, f"{case.id} {methods.id} {db!r}")
+
+
+# ------------------------------------------------------------------------------------------------
+# PrivPetal (issue 16): its releases on schemas that exercise every kind of FK
+# ------------------------------------------------------------------------------------------------
+
+
+# A large ε and a tiny λ make every candidate NPM λ-useful on databases of a few rows, so that
+# every kind of release (group sizes, R-scores, PrivMRF-sub NPMs and h-scores, inter- and
+# intra-group NPMs, Phase B h-scores and NPMs) is replayed; small iteration counts keep it fast.
+PETAL_PARAMS = dict(lam=1e-4, k=6, fit_iters=15, refit_iters=5, t1_picks=1, t1_iters=1, n_mrf=3)
+
+
+def _petal_schemas() -> list[Case]:
+    cat = lambda name, n: Attribute.categorical(name, [f"{name}{i}" for i in range(n)])  # noqa: E731
+    chain = household_schema()  # regions (public) → households (entity) → persons → trips
+    chain = chain.with_privacy_unit(PrivacyUnit(
+        "households", {**chain.privacy_unit.caps, "households.region->regions": 4}))
+    climate = Attribute.categorical("climate", ["cold", "warm"])  # as public_frames() holds
+    regions = Table("regions", ("region",), (climate,), public=True)
+    depots = Table("depots", ("region",), (climate,), public=True)
+    orders = Table("orders", ("oid",), (cat("prio", 2), cat("kind", 3)))
+    items = Table("items", ("iid",), (cat("mode", 3), cat("qty", 2)))
+    fks = (ForeignKey("orders", ("region",), "regions"), ForeignKey("items", ("oid",), "orders"),
+           ForeignKey("items", ("depot",), "depots", ("region",)))
+    shop = Schema((regions, depots, orders, items), fks, PrivacyUnit(
+        "orders", {fks[0].name: 4, fks[1].name: 2, fks[2].name: 8}), name="two FKs")
+    return [
+        Case("petal-household-person-entity", household_person_schema(),
+             dict(min_rows=2, max_rows=4, min_degree={"persons.hid->households": 1})),
+        Case("petal-chain-public-parent-entity", chain,
+             dict(min_rows=2, max_rows=4, min_degree={"persons.hid->households": 1})),
+        Case("petal-two-fks-entity", shop, dict(min_rows=2, max_rows=4,
+                                                min_degree={fks[1].name: 1})),
+        Case("petal-household-person-tuple", tuple_unit(household_person_schema()),
+             dict(min_rows=2, max_rows=4, min_degree={"persons.hid->households": 1})),
+    ]
+
+
+def _petal_plan(schema: Schema) -> Plan:
+    plan = Plan.default(schema, 1e4, 1e-6, method="privpetal")
+    for c in plan.edges:
+        plan = plan.with_params(c.name, **PETAL_PARAMS)
+    assert not plan.problems(schema), plan.problems(schema)
+    return plan
+
+
+@pytest.mark.parametrize("case", _petal_schemas(), ids=lambda c: c.id)
+@HARNESS
+@given(data=st.data())
+def test_privpetal_releases_within_declared_sensitivity(case: Case, data: st.DataObject) -> None:
+    """Every PrivPetal release (Algorithm 1 lines 1–2, Algorithm 5, Algorithm 2 Phase B,
+    Algorithm 3) stays within its declared Δ on every neighbour: removed groups (τ_r), groups
+    that lose children under a public parent (τ_m), the cascade of a three-level chain, the two
+    FKs of one child, and the tuple unit. The reference fit must release NPMs and h-scores, so the
+    check is not vacuous."""
+    db = data.draw(databases(case.schema, **case.draw), label="database")
+    seed = data.draw(st.integers(0, 2**32 - 1), label="neighbour seed")
+    plan = _petal_plan(case.schema)
+    nbrs = neighbours(db, np.random.default_rng(seed), n_row=ROW_NEIGHBOURS)
+    _, reference = record_fit(db, plan)
+    labels = " | ".join(r.label for r in reference)
+    assert "NPM {" in labels and "h-scores" in labels and "R-scores" in labels, labels
+    violations = []
+    for nb in nbrs:
+        violations += compare_on_neighbour(reference, nb, plan)
+    assert not violations, report(violations, f"{case.id} privpetal {db!r}")
+
+
+
+# ------------------------------------------------------------------------------------------------
+# The single-table benchmark's mechanisms (issue 17): AIM, PrivBayes (Laplace), PrivSyn
+# ------------------------------------------------------------------------------------------------
+
+BENCHMARK_MECHANISMS = ["aim", "privbayes", "privsyn"]
+
+
+@pytest.mark.parametrize("mechanism", BENCHMARK_MECHANISMS)
+def test_benchmark_mechanisms_on_every_entity_neighbour(mechanism: str) -> None:
+    """Every release of AIM, PrivBayes and PrivSyn on every table of a fixed household database
+    (groups above the caps, so truncation runs) stays within its declared sensitivity on every
+    entity neighbour (the random databases of the test above cover them too)."""
+    db = fixed_household_db(5, seed=3, persons=(1, 3), trips=(0, 3))
+    plan = make_plan(db.schema, mechanism, linkers()[0])
+    violations = check_neighbours(db, plan, neighbours(db, np.random.default_rng(0)))
+    assert not violations, report(violations, f"{mechanism} {db!r}")
+
+
+@pytest.mark.parametrize("kind", ["laplace", "exponential"])
+def test_harness_catches_an_understated_privbayes_sensitivity(monkeypatch: pytest.MonkeyPatch,
+                                                              kind: str) -> None:
+    """The harness checks Laplace releases in L1 and PrivBayes' R-score selections: a quarter of
+    either declared sensitivity is caught."""
+    original = getattr(Budget, kind)
+
+    def understated(self, values, *, sensitivity, **kw):  # noqa: ANN001, ANN202
+        return original(self, values, sensitivity=sensitivity / 4, **kw)
+
+    monkeypatch.setattr(Budget, kind, understated)
+    db = fixed_household_db(6, seed=1, persons=(1, 3))
+    plan = make_plan(db.schema, "privbayes", linkers()[0])
+    violations = check_neighbours(db, plan, neighbours(db, np.random.default_rng(0)))
+    word = "L1 change" if kind == "laplace" else "max score change"
+    assert any(word in v.what for v in violations), report(violations, kind)

@@ -542,7 +542,7 @@ def test_em_log_likelihood_never_decreases_without_noise(hard):
 def test_noise_free_m_step_matches_every_measured_marginal():
     """Spec test 14 (Lemma A.1 / Eq. 22): after a noise-free M-step the model's marginal on every
     measured set equals the data's (expected, for latent sets) marginal / n within 1e-3 TV."""
-    for j, (state, meas, g, spec) in enumerate(_noise_free_em(False, iterations=3, md_iters=1500)):
+    for j, (state, meas, g, _spec) in enumerate(_noise_free_em(False, iterations=3, md_iters=1500)):
         if j < 2:
             continue
         n = float(len(g.group))

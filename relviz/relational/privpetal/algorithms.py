@@ -1,0 +1,687 @@
+"""PrivPetal's Algorithms 1, 2, 3 and 5 for one foreign key, and PrivMRF-sub.
+
+K. Cai, X. Xiao, Y. Yang, "PrivPetal: Relational Data Synthesis via Permutation Relations",
+SIGMOD 2025 ([P]):
+
+* **Algorithm 1** (one FK, [P] §4): noisy group sizes ``ñ_s`` (line 1), noisy R-scores (line 2,
+  Eq. 3), the initial NPM store (Algorithm 5), then one model per attribute of the flattened
+  relation, slot by slot (Algorithm 2), in the greedy attribute order of the authors' code;
+* **Algorithm 5** ([P] App. D): PrivMRF-sub on ``A_H`` (the household model) and on
+  ``{size} ∪ A_{I_a}``, CFS-selected inter-relational NPMs, CFS-selected intra-group NPMs for
+  ``d = 2 … o`` letters, each part a quarter of the initialisation budget;
+* **Algorithm 2** ([P] §4.3): a model over the target, ``size`` and the ``N_MRF`` synthesised
+  attributes most correlated with it; Phase A adds stored NPMs chosen by CFS and by h-scores on
+  the *noisy* stored arrays (free, [P] §4.3 "third adaptation"; the authors' code uses the true
+  NPMs there — docs/methods/privpetal.md §8 D1); Phase B (the first ``J`` targets) queries
+  ``T2`` new NPMs chosen by noisy h-scores on the true data;
+* **Algorithm 3**: an NPM query, one Gaussian release of the whole array (sizes in the merging
+  interval summed into one block), each slice rescaled to ``ñ_s``, then its roll-ups stored;
+* **PrivMRF-sub** ([P] §4.1, App. D; Cai, Zhang, Xiao, "Data synthesis via differentially private
+  Markov random fields", VLDB 2021): a graph searched on noisy R-scores, initial marginals picked by
+  correlation-based feature selection (CFS, [P] Eq. 14 in the authors' form), then
+  ``⌊|V|/2⌋`` marginals picked by noisy h-scores.
+
+Everything here except the charged releases of :class:`~relviz.relational.privpetal.npm.PrivateFK`
+is post-processing of noisy outputs and public facts (docs §4.6): candidate sets, CFS, graph
+search, merging decisions, normalisers and schedules read no private data.
+
+A bare ``docs §N`` below is docs/methods/privpetal.md §N.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from itertools import combinations, permutations
+
+import numpy as np
+
+from relviz.privacy.budget import Budget
+from relviz.relational.privpetal.accounting import FKPlan, SubPlan, schedule, usefulness_limit
+from relviz.relational.privpetal.mrf import JTree, Measurement, Model, greedy_graph, junction_tree
+from relviz.relational.privpetal.npm import (
+    SIZE,
+    Key,
+    NPMStore,
+    PrivateFK,
+    Var,
+    canonical,
+    key_D,
+    key_name,
+    rscore_pairs,
+)
+
+__all__ = ["Params", "RScores", "FKFit", "Conditional", "fit_fk", "cfs_select", "cfs_score",
+           "next_attribute", "context_for", "npm_query_post", "maximal"]
+
+SOURCE = "PrivPetal (Cai, Xiao & Yang, SIGMOD 2025)"
+
+
+@dataclass(frozen=True)
+class Params:
+    """Hyper-parameters of one Algorithm 1 run (docs/methods/privpetal.md §5.1: the paper's
+    constants where it has them, a CPU profile elsewhere)."""
+
+    order: int = 3
+    member_cap: int | None = None
+    lam: float = 6.0
+    max_cells: int = 50_000
+    k_max: int = 5
+    n_mrf: int = 10
+    t1_picks: int = 4
+    t1_iters: int = 8
+    k: int = 200
+    clique_cells: int = 100_000
+    model_cells: int = 500_000
+    sub_clique_cells: int = 200_000
+    sub_model_cells: int = 1_000_000
+    fit_iters: int = 300
+    refit_iters: int = 100
+    merge_from: int | None = None
+    rscore_mode: str = "per_size"
+    sampling: str = "rounded"
+
+
+# -- R-scores ------------------------------------------------------------------------------------
+
+@dataclass
+class RScores:
+    """Noisy base R-scores and their normalised lookup for flattened variables ([P] §4.1)."""
+
+    pairs: list[tuple[Var, Var]]
+    noisy: np.ndarray
+    totals: dict[int, float]  # D → noisy number of contributing groups Σ_{s≥D} ñ_s
+    index: dict[tuple[Var, Var], int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.index = {p: i for i, p in enumerate(self.pairs)}
+
+    def base(self, u: Var, v: Var) -> tuple[tuple[Var, Var], int]:
+        """The base pair of two flattened variables and its ``D`` (docs §2.5 expansion)."""
+        if u[0] == "I" and v[0] == "I" and u[1] != v[1]:
+            p, q = sorted((u[2], v[2]))
+            return (("I", 1, p), ("I", 2, q)), 2
+        def b(x: Var) -> Var:
+            return ("I", 1, x[2]) if x[0] == "I" else x
+        bu, bv = b(u), b(v)
+        d = 1 if (bu[0] == "I" or bv[0] == "I") else 0
+        return ((bu, bv) if (bu, bv) in self.index else (bv, bu)), d
+
+    def __call__(self, u: Var, v: Var) -> float:
+        """Normalised noisy R-score ``R̃(u, v) / Σ_{s≥D} ñ_s`` (post-processing)."""
+        if u == v:
+            return 0.0
+        pair, d = self.base(u, v)
+        i = self.index.get(pair)
+        if i is None:
+            return 0.0
+        t = self.totals.get(d, 0.0)
+        return float(self.noisy[i]) / t if t > 0 else 0.0
+
+
+def cfs_score(target: Var, s: frozenset, R: Callable[[Var, Var], float]) -> float:  # noqa: N803
+    """CFS score ``ρ(A, S)`` of the authors' code ([P] Eq. 14, docs §2.7), ``size`` left out of
+    ``C = S ∖ {A}`` (every candidate holds it; under Eq. 3 its R-scores are 0 plus noise)."""
+    c = [v for v in s if v != target and v != SIZE]
+    num = max(0.0, sum(R(target, b) for b in c))
+    den = 2.0 * (len(c) + sum(R(b, b2) for b, b2 in combinations(c, 2)))
+    return num / math.sqrt(max(1.0, den))
+
+
+def maximal(cands: Sequence[frozenset]) -> list[frozenset]:
+    """The candidates that are no strict subset of another candidate."""
+    cset = set(cands)
+    non = set()
+    for t in cands:
+        rest = [v for v in t if v != SIZE]
+        for r in range(1, len(rest)):
+            for sub in combinations(rest, r):
+                u = frozenset((SIZE,) + sub) if SIZE in t else frozenset(sub)
+                if u in cset:
+                    non.add(u)
+    return [c for c in cands if c not in non]
+
+
+def cfs_select(cands: Sequence[frozenset], targets: Sequence[Var], R: Callable[[Var, Var], float],  # noqa: N803
+               dom: Callable[[frozenset], int]) -> list[frozenset]:
+    """CFS_SELECT (docs §2.7): among the maximal candidates, per target the one containing it with
+    the largest CFS score (ties: smaller domain, then lexicographic); the distinct picks."""
+    mx = maximal(list(dict.fromkeys(cands)))
+    picks: list[frozenset] = []
+    for t in targets:
+        best, best_key = None, None
+        for c in mx:
+            if t not in c:
+                continue
+            k = (-cfs_score(t, c, R), dom(c), sorted(map(repr, c)))
+            if best_key is None or k < best_key:
+                best, best_key = c, k
+        if best is not None and best not in picks:
+            picks.append(best)
+    return picks
+
+
+def next_attribute(candidates: Sequence[Var], synthesised: Sequence[Var], R: Callable[[Var, Var], float],  # noqa: N803
+                   dom: dict) -> Var:
+    """NEXT_ATTR (the authors' rule, docs §3.5): the candidate maximising
+    ``Σ_{B ∈ Syn} R̃n(A, B) / √|X_A|``; ties by attribute index."""
+    return max(candidates, key=lambda a: (sum(R(a, b) for b in synthesised) / math.sqrt(dom[a]),
+                                          -a[2]))
+
+
+def context_for(target: Var, synthesised: Sequence[Var], R: Callable[[Var, Var], float], n_mrf: int  # noqa: N803
+                ) -> list[Var]:
+    """The target's context ([P] Alg. 2 line 1 with the authors' quota): up to ``⌊N_MRF/2⌋``
+    synthesised attributes of its own slot, the rest from other slots and the household, each
+    ranked by ``R̃n(target, ·)`` (ties: earlier synthesised first); ``size`` excluded."""
+    syn = [v for v in synthesised if v != SIZE]
+    same = [v for v in syn if v[0] == "I" and v[1] == target[1]]
+    other = [v for v in syn if not (v[0] == "I" and v[1] == target[1])]
+    rank = {v: i for i, v in enumerate(syn)}
+
+    def top(vs: list[Var], n: int) -> list[Var]:
+        return sorted(vs, key=lambda v: (-R(target, v), rank[v]))[:max(n, 0)]
+
+    chosen = top(same, n_mrf // 2)
+    return chosen + top(other, n_mrf - len(chosen))
+
+
+# -- NPM queries ----------------------------------------------------------------------------------
+
+def npm_query_post(noisy: np.ndarray, sigma: float, dims: tuple[int, ...], lo: int, merge: Sequence[int],
+                   n_noisy: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # noqa: N803
+    """Post-processing of an NPM release ([P] Alg. 3, docs §3.6): the merged block and every other
+    slice ``s`` become ``ñ_s · block / Σ block``; a block with a non-positive noisy total is masked.
+
+    Returns:
+        ``(arr (N+1, *dims), var (N+1,), masked (N+1,))``; slices ``< lo`` are unavailable
+        (``var = inf``).
+    """
+    cells = int(np.prod(dims)) if dims else 1
+    arr = np.zeros((N + 1,) + dims)
+    var = np.full(N + 1, np.inf)
+    masked = np.zeros(N + 1, dtype=bool)
+    pos = 0
+    blocks: list[tuple[list[int], np.ndarray]] = []
+    if merge:
+        blocks.append((list(merge), noisy[pos:pos + cells]))
+        pos += cells
+    for s in range(lo, N + 1):
+        if s in merge:
+            continue
+        blocks.append(([s], noisy[pos:pos + cells]))
+        pos += cells
+    for sizes, block in blocks:
+        tot = float(block.sum())
+        for s in sizes:
+            if tot > 0:
+                c = n_noisy[s] / tot
+                arr[s] = (block * c).reshape(dims)
+                var[s] = sigma ** 2 * c ** 2
+            else:
+                masked[s] = True
+                var[s] = sigma ** 2
+    return arr, var, masked
+
+
+# -- the fitted per-attribute conditional ---------------------------------------------------------
+
+@dataclass
+class Conditional:
+    """What sampling needs of one target's model: the target, the model's variables and
+    domains, the lowest size ``lo``, and the fitted log-potentials of the cliques holding the
+    target (all noisy-derived)."""
+
+    target: Var
+    lo: int
+    vars: list[Var]
+    dom: dict
+    cliques: list[tuple]
+    theta: list[np.ndarray]
+
+    def logits(self, codes: dict) -> np.ndarray:
+        n = len(next(iter(codes.values()))) if codes else 0
+        out = np.zeros((n, self.dom[self.target]))
+        for c, th in zip(self.cliques, self.theta):
+            p = c.index(self.target)
+            t = np.moveaxis(th, p, -1)
+            idx = tuple(np.asarray(codes[v]) for v in c if v != self.target)
+            out += t[idx] if idx else np.broadcast_to(t, (n, t.shape[-1]))
+        return out
+
+
+@dataclass
+class FKFit:
+    """Everything Algorithm 1 keeps for one FK (all differentially private)."""
+
+    fk: str
+    n_noisy: np.ndarray
+    hvars: list[Var]
+    hdom: tuple[int, ...]
+    idom: tuple[int, ...]
+    N: int  # noqa: N815
+    hmodel: Model
+    conditionals: list[Conditional]
+    rscores: RScores
+    store_keys: int = 0
+    queries: int = 0
+    sampling: str = "rounded"
+
+
+# -- one FK ----------------------------------------------------------------------------------------
+
+class _Run:
+    """State of one Algorithm 1 run (private object, store, budget, plan, progress)."""
+
+    def __init__(self, fk: str, priv: PrivateFK, budget: Budget, plan: FKPlan, params: Params,
+                 hnames: Sequence[str], inames: Sequence[str], rep: Callable[[float, str], None],
+                 seed: int) -> None:
+        self.fk, self.priv, self.budget, self.plan, self.p = fk, priv, budget, plan, params
+        self.hnames, self.inames = list(hnames), list(inames)
+        self.N = priv.N
+        self.hdom, self.idom = priv.hdom, priv.idom
+        self.rep = rep
+        self.seed = seed
+        self.store = NPMStore(self.N)
+        self.queries = 0
+
+    # helpers ---------------------------------------------------------------------------------
+    def rng(self, *tag: int | str) -> np.random.Generator:
+        words = [self.seed & 0xFFFFFFFF, zlib.crc32(self.fk.encode())]
+        words += [t if isinstance(t, int) else zlib.crc32(str(t).encode()) for t in tag]
+        return np.random.default_rng(words)
+
+    def vdom(self, v: Var, lo: int = 0) -> int:
+        if v == SIZE:
+            return self.N + 1 - lo
+        return self.hdom[v[1]] if v[0] == "H" else self.idom[v[2]]
+
+    def cells_full(self, s: frozenset | Sequence[Var]) -> int:
+        """Cells with the whole size domain (the usefulness test, docs §2.8)."""
+        out = self.N + 1
+        for v in s:
+            if v != SIZE:
+                out *= self.vdom(v)
+        return out
+
+    def name(self, key: Key) -> str:
+        return key_name(key, self.hnames, self.inames)
+
+    def vname(self, v: Var) -> str:
+        if v == SIZE:
+            return "size"
+        return f"H.{self.hnames[v[1]]}" if v[0] == "H" else f"I_{v[1]}.{self.inames[v[2]]}"
+
+    def order_key(self, v: Var) -> tuple:
+        return (0,) if v == SIZE else ((1, v[1]) if v[0] == "H" else (2, v[1], v[2]))
+
+    def sort(self, vs) -> list[Var]:  # noqa: ANN001
+        return sorted(vs, key=self.order_key)
+
+    def total(self, lo: int) -> float:
+        return float(self.n_noisy[lo:].sum())
+
+    # Algorithm 3 ---------------------------------------------------------------------------
+    def npm_query(self, key: Key, rho: Fraction, label: str) -> bool:
+        """NPM_QUERY: one charged release unless ``key`` was measured directly already."""
+        if self.store.measured(key) or rho <= 0:
+            return False
+        d = key_D(key)
+        lo = max(d, 1) if d else 0
+        merge = [s for s in range(self.p.merge_from, self.N + 1) if s >= lo] \
+            if self.p.merge_from is not None else []
+        if len(merge) == 1:
+            merge = []
+        noisy, sigma = self.priv.release_npm(self.budget, key, lo=lo, merge=merge, rho=rho,
+                                             sensitivity=self.plan.sens.vec,
+                                             label=f"{label}: NPM {self.name(key)}",
+                                             source=SOURCE + " Alg. 3")
+        dims = tuple(self.vdom(v) for v in canonical(_vars(key))[1][1:])
+        arr, var, masked = npm_query_post(noisy, sigma, dims, lo, merge, self.n_noisy, self.N)
+        self.store.put(key, arr, var, masked, direct=True, provenance="measured")
+        self.queries += 1
+        return True
+
+    # measurements ----------------------------------------------------------------------------
+    def measurement(self, axes: Sequence[Var], key: Key, lo: int, model: Model) -> Measurement | None:
+        """The stored slices ``s ≥ lo`` of ``key`` as a measurement on the flattened variables
+        ``axes`` (one per key axis, ``size`` first), in the model's variable order."""
+        e = self.store.get(key, lo)
+        if e is None:
+            return None
+        gl = model.sorted_vars(axes)
+        y = np.transpose(e.arr[lo:], [list(axes).index(v) for v in gl])
+        mask = ~e.masked[lo:]
+        return Measurement(tuple(gl), y, None if mask.all() else mask.astype(np.float64))
+
+    def model_in_key_axes(self, model: Model, axes: Sequence[Var]) -> np.ndarray:
+        return model.marginal(list(axes))
+
+    # PrivMRF-sub ----------------------------------------------------------------------------
+    def privmrf_sub(self, V: list[Var], sub: SubPlan, lo: int, tag: str, targets: list[Var]) -> Model:  # noqa: N803
+        """PRIVMRF_SUB (docs §3.3) over ``V`` (``size`` included) with sizes ``lo…N``."""
+        dom = {v: self.vdom(v, lo) for v in V}
+        others = [v for v in V if v != SIZE]
+        n_size = self.N + 1 - lo
+        graph = greedy_graph(others, dom, self.R, clique_cap=self.p.sub_clique_cells / n_size,
+                             total_cap=self.p.sub_model_cells / n_size) if others else []
+        cliques = [tuple([SIZE] + list(c)) for c in graph] or [(SIZE,)]
+        search = JTree(cliques, junction_tree(cliques), dom)
+        model = Model(V, dom, search, self.total(lo))
+        model.add(Measurement((SIZE,), self.n_noisy[lo:].copy()))
+        n_all = float(self.n_noisy.sum())
+        limit = usefulness_limit(n_all, sub.sigma_mar, self.p.lam, self.p.max_cells)
+        cand: list[frozenset] = []
+        seen = set()
+        for c in cliques:
+            rest = [v for v in c if v != SIZE]
+            for r in range(1, min(len(rest), self.p.k_max - 1) + 1):
+                for t in combinations(rest, r):
+                    s = frozenset((SIZE,) + t)
+                    if s not in seen and self.cells_full(s) < limit:
+                        seen.add(s)
+                        cand.append(s)
+        measured: list[frozenset] = []
+        used = 0
+        picks = cfs_select(cand, targets, self.R, self.cells_full)
+        for s in picks:
+            if used >= sub.q:
+                break
+            key, _ = canonical(list(s))
+            if self.npm_query(key, sub.rho_query, f"Alg. 5 {tag}, CFS pick"):
+                used += 1
+            measured.append(s)
+        self._add_all(model, measured, lo)
+        model.fit(self.p.fit_iters)
+        rng = self.rng("sub", tag)
+        for rnd, r_t in enumerate(sub.rounds):
+            pool = [s for s in cand if s not in measured]
+            if not pool or sub.rho_hround <= 0:
+                break
+            pick = rng.choice(len(pool), size=min(self.p.k, len(pool)), replace=False)
+            ct = [pool[i] for i in sorted(pick)]
+            items = []
+            for s in ct:
+                key, axes = canonical(list(s))
+                items.append((key, model.marginal(axes)))
+            h = self.priv.release_hscores(self.budget, items, lo=lo, rho=sub.rho_hround,
+                                          sensitivity_each=self.plan.sens.h,
+                                          label=f"Alg. 5 {tag}, h-scores round {rnd + 1} "
+                                                f"({len(ct)} candidates)",
+                                          source=SOURCE + " App. D, PrivMRF-sub")
+            for i in np.argsort(-h, kind="stable")[:r_t]:
+                s = ct[int(i)]
+                key, _ = canonical(list(s))
+                if used < sub.q and self.npm_query(key, sub.rho_query, f"Alg. 5 {tag}, h-score pick"):
+                    used += 1
+                measured.append(s)
+            self._add_all(model, measured, lo, reset=True)
+            model.fit(self.p.refit_iters)
+        return model
+
+    def _add_all(self, model: Model, sets: Sequence[frozenset], lo: int, reset: bool = False) -> None:
+        if reset:
+            model.measurements = model.measurements[:1]
+        for s in sets:
+            key, axes = canonical(list(s))
+            m = self.measurement(axes, key, lo, model)
+            if m is not None:
+                model.add(m)
+
+    # Algorithm 5 -------------------------------------------------------------------------
+    def init_store(self) -> Model:
+        h1, a = len(self.hdom), len(self.idom)
+        hvars = [("H", j) for j in range(h1)]
+        ivars = [("I", 1, k) for k in range(a)]
+        self.rep(0.06, "Alg. 5 (1): PrivMRF-sub on the household attributes and size")
+        if h1 and self.plan.rho_hsub > 0:
+            hmodel = self.privmrf_sub([SIZE] + hvars, self.plan.hsub, 0, "(1) PrivMRF-sub on A_H",
+                                      hvars)
+        else:  # A_H = {size}: the size distribution is ñ_s already (docs §8 D16)
+            dom = {SIZE: self.N + 1, **{v: self.vdom(v) for v in hvars}}
+            hmodel = Model([SIZE] + hvars, dom, JTree([(SIZE,)], [], dom), self.total(0))
+            hmodel.add(Measurement((SIZE,), self.n_noisy.copy()))
+            hmodel.fit(self.p.fit_iters)
+        if not a:
+            return hmodel
+        self.rep(0.12, "Alg. 5 (2): PrivMRF-sub on size and one individual")
+        if self.plan.rho_isub > 0:
+            self.privmrf_sub([SIZE] + ivars, self.plan.isub, 1, "(2) PrivMRF-sub on {size} ∪ A_I",
+                             ivars)
+        self.rep(0.18, "Alg. 5 (3): inter-relational NPMs")
+        rho_q = self.plan.rho_inter_query()
+        if rho_q > 0 and hvars:
+            sigma = self.plan.sens.vec / math.sqrt(2 * float(rho_q))
+            limit = usefulness_limit(float(self.n_noisy.sum()), sigma, self.p.lam, self.p.max_cells)
+            cand = []
+            pool = hvars + ivars
+            for r in range(2, self.p.k_max):
+                for t in combinations(pool, r):
+                    if not any(v[0] == "H" for v in t) or not any(v[0] == "I" for v in t):
+                        continue
+                    s = frozenset((SIZE,) + t)
+                    if self.cells_full(s) < limit and canonical(list(s))[0] not in self.store:
+                        cand.append(s)
+            for s in cfs_select(cand, pool, self.R, self.cells_full):
+                self.npm_query(canonical(list(s))[0], rho_q, "Alg. 5 (3) inter-relational")
+        self.rep(0.24, "Alg. 5 (4): intra-group NPMs")
+        rho_q = self.plan.rho_intra_query()
+        if rho_q > 0:
+            sigma = self.plan.sens.vec / math.sqrt(2 * float(rho_q))
+            limit = usefulness_limit(float(self.n_noisy.sum()), sigma, self.p.lam, self.p.max_cells)
+            for d in range(2, self.plan.o + 1):
+                pool = [("I", slot, k) for slot in range(1, d + 1) for k in range(a)]
+                cand = []
+                seen = set()
+                for r in range(d, self.p.k_max):
+                    for t in combinations(pool, r):
+                        if len({v[1] for v in t}) != d:
+                            continue
+                        s = frozenset((SIZE,) + t)
+                        if self.cells_full(s) >= limit:
+                            continue
+                        key = canonical(list(s))[0]
+                        if key in self.store or (key, s) in seen:
+                            continue
+                        seen.add((key, s))
+                        cand.append(s)
+                targets = [("I", d, k) for k in range(a)]
+                for s in cfs_select(cand, targets, self.R, self.cells_full):
+                    self.npm_query(canonical(list(s))[0], rho_q, f"Alg. 5 (4) intra-group (d = {d})")
+        return hmodel
+
+    # Algorithm 2 ---------------------------------------------------------------------------
+    def build(self, target: Var, syn: list[Var], j: int, refine: bool) -> Conditional:
+        i = target[1]
+        lo = i
+        p = self.p
+        context = context_for(target, syn, self.R, p.n_mrf)
+        V = self.sort([SIZE] + context + [target])  # noqa: N806
+        dom = {v: self.vdom(v, lo) for v in V}
+        initial = [(target, v) for v in V if v != target] + \
+            [(SIZE, v) for v in V if v not in (SIZE, target)]
+        cliques = greedy_graph(V, dom, self.R, initial=initial, clique_cap=p.clique_cells,
+                               total_cap=p.model_cells)
+        search = JTree(cliques, junction_tree(cliques), dom)
+        model = Model(V, dom, search, self.total(lo))
+        model.add(Measurement((SIZE,), self.n_noisy[lo:].copy()))
+        slots = sorted({v[1] for v in V if v[0] == "I"})
+        csets = [set(c) for c in cliques]
+        measured: set[frozenset] = set()
+        rng = self.rng("target", j)
+        tname = self.vname(target)
+
+        def inside(vs) -> bool:  # noqa: ANN001
+            return any(set(vs) <= c for c in csets)
+
+        def add(s: frozenset) -> int:
+            key, _ = canonical(list(s))
+            n = 0
+            for axes in _instance_axes(key, slots):
+                vs = frozenset(axes)
+                if vs in measured or not set(vs) <= set(V) or not inside(vs):
+                    continue
+                m = self.measurement(axes, key, lo, model)
+                if m is not None:
+                    model.add(m)
+                    measured.add(vs)
+                    n += 1
+            return n
+
+        # Phase A: stored NPMs (no cost)
+        subsets: list[frozenset] = []
+        seen = set()
+        for c in cliques:
+            rest = [v for v in c if v != SIZE]
+            for r in range(1, len(rest) + 1):
+                for t in combinations(rest, r):
+                    s = frozenset((SIZE,) + t)
+                    if s not in seen:
+                        seen.add(s)
+                        subsets.append(s)
+        existing = [s for s in subsets if self.store.get(canonical(list(s))[0], lo) is not None]
+        existing_keys = {canonical(list(s))[0] for s in existing}
+        for s in cfs_select(existing, [v for v in V if v != SIZE], self.R, self.cells_full):
+            add(s)
+        model.fit(p.fit_iters)
+        for r_t in schedule(p.t1_picks, p.t1_iters):
+            pool = [s for s in existing if s not in measured]
+            if not pool:
+                break
+            pick = rng.choice(len(pool), size=min(p.k, len(pool)), replace=False)
+            ct = [pool[int(x)] for x in sorted(pick)]
+            scores = []
+            for s in ct:  # h-scores on the stored noisy NPMs ([P] §4.3): free
+                key, axes = canonical(list(s))
+                e = self.store.get(key, lo)
+                mu = model.marginal(axes)
+                diff = np.abs(e.arr[lo:] - mu)
+                keep = ~e.masked[lo:]
+                scores.append(float(diff[keep].sum()))
+            added = sum(add(ct[int(x)]) for x in np.argsort(-np.asarray(scores), kind="stable")[:r_t])
+            if added:  # nothing new: the fit would not change
+                model.fit(p.refit_iters)
+        # Phase B: new NPMs (the first J targets)
+        if refine and self.plan.J:
+            rho_npm = self.plan.rho_npm_target()
+            rho_h = self.plan.rho_hround_target()
+            sigma_m = self.plan.sigma_M
+            limit = usefulness_limit(float(self.n_noisy.sum()), sigma_m, p.lam, p.max_cells)
+            new = []
+            for s in subsets:
+                if len(s) > p.k_max or len(s) < 2:
+                    continue
+                key = canonical(list(s))[0]
+                if key_D(key) > self.plan.o or key in existing_keys or self.store.measured(key):
+                    continue
+                if self.cells_full(s) < limit:
+                    new.append(s)
+            for rnd, r_t in enumerate(schedule(self.plan.t2, 10)):
+                pool = [s for s in new if s not in measured and
+                        not self.store.measured(canonical(list(s))[0])]
+                if not pool:
+                    break
+                pick = rng.choice(len(pool), size=min(p.k, len(pool)), replace=False)
+                ct = [pool[int(x)] for x in sorted(pick)]
+                items = []
+                for s in ct:
+                    key, axes = canonical(list(s))
+                    items.append((key, model.marginal(axes)))
+                h = self.priv.release_hscores(
+                    self.budget, items, lo=lo, rho=rho_h, sensitivity_each=self.plan.sens.h,
+                    label=f"Alg. 2 line 8 ({tname}, target {j}): h-scores round {rnd + 1} "
+                          f"({len(ct)} candidates)", source=SOURCE + " Alg. 2 line 8")
+                for x in np.argsort(-h, kind="stable")[:r_t]:
+                    s = ct[int(x)]
+                    self.npm_query(canonical(list(s))[0], rho_npm,
+                                   f"Alg. 2 line 10 ({tname}, target {j})")
+                    add(s)
+                model.fit(p.refit_iters)
+        tree = model.fit_tree
+        cl, th = [], []
+        if tree is not None:
+            for c, t in zip(tree.cliques, model.theta):
+                if target in c:
+                    cl.append(c)
+                    th.append(t)
+        return Conditional(target, lo, list(V), dom, cl, th)
+
+    # Algorithm 1 ------------------------------------------------------------------------------
+    def run(self) -> FKFit:
+        plan, p = self.plan, self.p
+        N, h1, a = self.N, len(self.hdom), len(self.idom)  # noqa: N806
+        self.rep(0.0, "Alg. 1 line 1: noisy group sizes ñ_s")
+        noisy = self.priv.release_sizes(self.budget, rho=plan.rho_n, sensitivity=plan.sens.vec,
+                                        label="Alg. 1 line 1: group sizes ñ_s",
+                                        source=SOURCE + " Alg. 1 line 1")
+        self.n_noisy = np.maximum(noisy, 0.0)
+        sigma_n = plan.sigma_n
+        self.store.put(((), ()), self.n_noisy.copy(), np.full(N + 1, sigma_n ** 2),
+                       np.zeros(N + 1, dtype=bool), direct=True, provenance="group sizes", rollup=False)
+        self.rep(0.03, "Alg. 1 line 2: noisy R-scores")
+        pairs = rscore_pairs(h1 + 1, a)
+        if pairs and plan.rho_R > 0:
+            rs = self.priv.release_rscores(self.budget, pairs, mode=p.rscore_mode, rho=plan.rho_R,
+                                           sensitivity_each=plan.sens.r,
+                                           label=f"Alg. 1 line 2: R-scores ({len(pairs)} base pairs)",
+                                           source=SOURCE + " Alg. 1 line 2, Eq. 3")
+        else:
+            rs = np.zeros(len(pairs))
+        totals = {d: float(self.n_noisy[d:].sum()) for d in (0, 1, 2)}
+        if p.rscore_mode == "pooled":
+            totals = {0: totals[0], 1: totals[1], 2: totals[2]}
+        self.R = RScores(pairs, rs, totals)
+        hmodel = self.init_store()
+        conds: list[Conditional] = []
+        syn: list[Var] = [("H", j) for j in range(h1)]
+        dom_all = {("I", i, k): self.idom[k] for i in range(1, N + 1) for k in range(a)}
+        j = 0
+        n_targets = N * a
+        done = 0
+        for i in range(1, N + 1):
+            if a == 0 or self.total(i) <= 0:
+                done += a
+                continue
+            left = [("I", i, k) for k in range(a)]
+            while left:
+                t = next_attribute(left, syn, self.R, dom_all) if syn else left[0]
+                left.remove(t)
+                j += 1
+                self.rep(0.3 + 0.7 * done / max(n_targets, 1),
+                         f"Alg. 2: model of {self.vname(t)} (target {done + 1} of {n_targets})")
+                conds.append(self.build(t, syn, j, refine=j <= plan.J))
+                syn.append(t)
+                done += 1
+        self.rep(1.0, f"fitted ({self.queries} NPM queries, {len(self.store.entries)} stored NPMs)")
+        return FKFit(self.fk, self.n_noisy, [SIZE] + [("H", k) for k in range(h1)], self.hdom,
+                     self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
+                     p.sampling)
+
+
+def _vars(key: Key) -> list[Var]:
+    return [("H", j) for j in key[0]] + [("I", n + 1, a) for n, lt in enumerate(key[1]) for a in lt]
+
+
+def _instance_axes(key: Key, slots: Sequence[int]) -> list[list[Var]]:
+    """Axis variables (``size`` first) of every flattened instance of ``key`` on distinct
+    ``slots`` (instances equal as sets listed once)."""
+    out, seen = [], set()
+    for assign in permutations(slots, key_D(key)):
+        axes = [SIZE] + [("H", j) for j in key[0]] + [("I", s, a) for s, lt in zip(assign, key[1])
+                                                        for a in lt]
+        fs = frozenset(axes)
+        if fs not in seen:
+            seen.add(fs)
+            out.append(axes)
+    return out
+
+
+def fit_fk(fk: str, priv: PrivateFK, budget: Budget, plan: FKPlan, params: Params,
+           hnames: Sequence[str], inames: Sequence[str], rep: Callable[[float, str], None],
+           seed: int) -> FKFit:
+    """Algorithm 1 of [P] on one FK (see the module docstring); every release charged to
+    ``budget`` as planned by ``plan``."""
+    return _Run(fk, priv, budget, plan, params, hnames, inames, rep, seed).run()

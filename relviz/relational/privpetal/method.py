@@ -1,0 +1,679 @@
+"""PrivPetal as a relviz database method: Algorithm 4 over a foreign-key DAG, sampling,
+decomposition and the merge of a child with several FKs.
+
+K. Cai, X. Xiao, Y. Yang, "PrivPetal: Relational Data Synthesis via Permutation Relations",
+SIGMOD 2025 ([P]), documented in docs/methods/privpetal.md:
+
+* **Algorithm 4** ([P] §4.4): private relations in topological order (referenced relations
+  first); for every FK ``R → R′`` of a private relation ``R``, Algorithm 1
+  (:mod:`~relviz.relational.privpetal.algorithms`) with ``R_I = R`` and ``R_H = R′``. A referenced
+  relation that is public, or private and synthesised earlier, is *existing*: its ``size`` is drawn
+  from the household model's ``p(size | A_H)``; otherwise the first FK that references it creates
+  it from the household model. Every Algorithm 1 call runs and charges its own PrivMRF-sub on
+  ``A_{R′} ∪ {size}`` (``size`` is private, also for a public ``R′``: docs §8 D11).
+* **Sampling and decomposition** ([P] §4.4; docs §3.9): the flattened relation is sampled column
+  by column, slot by slot, each column from its model's conditional given the columns already
+  drawn, for the rows whose size reaches the slot; the rows are shuffled and each row of size
+  ``s`` becomes one referenced tuple and ``s`` children.
+* **MERGE** (docs §3.10, a relation with several FKs, TPC-H ``lineitem``): the copies made by
+  the FKs are matched on their attribute columns (every possible exact match on the first column,
+  recursively on the others, leftovers pooled); the first copy is kept whole and takes the other
+  FKs from its partners; unmatched rows draw a referenced tuple ∝ its synthesised group size among
+  those still below the cap (so no group exceeds its cap, [P] §4.4 output integrity).
+
+relviz's choices (docs §5): attributes with more than ``split_above`` codes are modelled as
+``(v div 10, v mod 10)`` with the public quotient domain and clipped on recombination (docs §3.1,
+§8 D13); a public referenced relation's attributes include those of its public parents up to
+``public_context`` hops (public, so free: TPC-H ``partsupp`` carries its part's brand, type and
+container, as in the authors' TPC-H encoding); a private table in no FK is synthesised on its own
+with the plan's single-table mechanism.
+
+A bare ``docs §N`` below is docs/methods/privpetal.md §N.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+
+from relviz.encoding import EncodedTable
+from relviz.errors import ParameterError, Problem
+from relviz.privacy.budget import Budget
+from relviz.privacy.measure import Curator
+from relviz.privacy.sensitivity import Multipliers
+from relviz.progress import Reporter
+from relviz.relational.privpetal.accounting import (
+    PRESETS,
+    fk_sensitivities,
+    plan_fk,
+    unit_problems,
+)
+from relviz.relational.privpetal.algorithms import FKFit, Params, fit_fk
+from relviz.relational.privpetal.mrf import draw_from_table, logits_to_probs
+from relviz.relational.privpetal.npm import SIZE, PrivateFK
+from relviz.relational.registry import register_database
+from relviz.schema import ForeignKey, Schema
+
+__all__ = ["PrivPetal", "FittedPrivPetal", "Encoding", "fk_order", "relations", "match"]
+
+SOURCE = "PrivPetal (Cai, Xiao & Yang, SIGMOD 2025)"
+MAX_CAP = 64
+
+
+# -- encodings -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Encoding:
+    """How a table's attributes are modelled: one column per small attribute, two
+    ``(v div 10, v mod 10)`` columns per attribute with more than ``split_above`` codes (public
+    quotient domain ``⌈|X|/10⌉``), and, for a public referenced table, its public parents'
+    columns (``"parent.attr"``).
+
+    Attributes:
+        names: Modelled column names. dom: Their domain sizes.
+        source: Per column ``(table, attribute, part)`` with part ``"whole"``, ``"hi"``, ``"lo"``.
+        via: Per column the FK names followed from the table (empty for its own attributes).
+    """
+
+    names: tuple[str, ...]
+    dom: tuple[int, ...]
+    source: tuple[tuple[str, str, str], ...]
+    via: tuple[tuple[str, ...], ...]
+
+
+def _own_columns(schema: Schema, table: str, split_above: int | None, prefix: str = ""
+                 ) -> list[tuple[str, int, tuple[str, str, str]]]:
+    out = []
+    for a in schema.table(table).attributes:
+        size = int(a.size)
+        if split_above is not None and size > split_above:
+            out.append((f"{prefix}{a.name}#hi", int(math.ceil(size / 10)), (table, a.name, "hi")))
+            out.append((f"{prefix}{a.name}#lo", 10, (table, a.name, "lo")))
+        else:
+            out.append((f"{prefix}{a.name}", size, (table, a.name, "whole")))
+    return out
+
+
+def encoding(schema: Schema, table: str, *, split_above: int | None, public_context: int = 0
+             ) -> Encoding:
+    """The modelled columns of ``table`` (see :class:`Encoding`); ``public_context`` hops of public
+    parents are joined only when ``table`` is public."""
+    cols = [(n, d, s, ()) for n, d, s in _own_columns(schema, table, split_above)]
+    if schema.table(table).public and public_context > 0:
+        frontier = [(table, ())]
+        for _ in range(public_context):
+            nxt = []
+            for t, via in frontier:
+                for fk in schema.fks_from(t):
+                    if fk.self_referential or fk.nullable or not schema.table(fk.parent).public:
+                        continue
+                    path = via + (fk.name,)
+                    cols += [(n, d, s, path) for n, d, s in
+                             _own_columns(schema, fk.parent, split_above, f"{fk.parent}.")]
+                    nxt.append((fk.parent, path))
+            frontier = nxt
+    return Encoding(tuple(c[0] for c in cols), tuple(c[1] for c in cols),
+                    tuple(c[2] for c in cols), tuple(c[3] for c in cols))
+
+
+def encode(enc: Encoding, codes: Mapping[str, EncodedTable], paths: Mapping[tuple[str, ...], np.ndarray]
+           ) -> np.ndarray:
+    """Codes ``(n, len(enc.names))`` of a table in ``enc``: ``codes[table]`` are the tables'
+    attribute codes, ``paths[via]`` the row of the reached parent for every row of the table."""
+    out = []
+    for (table, attr, part), via in zip(enc.source, enc.via):
+        col = codes[table].column(attr)
+        if via:
+            col = col[paths[via]]
+        out.append(col // 10 if part == "hi" else (col % 10 if part == "lo" else col))
+    n = len(next(iter(paths.values()))) if paths else (len(out[0]) if out else 0)
+    return np.stack(out, axis=1).astype(np.int64) if out else np.zeros((n, 0), np.int64)
+
+
+def decode(enc: Encoding, schema: Schema, table: str, codes: np.ndarray) -> EncodedTable:
+    """Schema attribute codes of a table modelled in ``enc`` (split columns recombined
+    ``10·hi + lo`` and clipped to the domain, docs §3.1)."""
+    t = schema.table(table)
+    cols = []
+    for a in t.attributes:
+        if f"{a.name}#hi" in enc.names:
+            hi = codes[:, enc.names.index(f"{a.name}#hi")]
+            lo = codes[:, enc.names.index(f"{a.name}#lo")]
+            cols.append(np.minimum(10 * hi + lo, int(a.size) - 1))
+        else:
+            cols.append(codes[:, enc.names.index(a.name)])
+    arr = np.stack(cols, axis=1).astype(np.int64) if cols else np.zeros((len(codes), 0), np.int64)
+    return EncodedTable(table, tuple(t.attribute_names), tuple(int(a.size) for a in t.attributes), arr)
+
+
+# -- order -----------------------------------------------------------------------------------------
+
+def relations(schema: Schema) -> list[str]:
+    """Private tables with a private FK, referenced relations first ([P] Alg. 4)."""
+    return [t for t in schema.topological_order()
+            if not schema.table(t).public and schema.fks_from(t)]
+
+
+def fk_order(schema: Schema, table: str) -> list[ForeignKey]:
+    """The FKs of ``table`` in MERGE order: to private parents first, then by name."""
+    return sorted(schema.fks_from(table), key=lambda f: (schema.table(f.parent).public, f.name))
+
+
+def standalone(schema: Schema) -> list[str]:
+    """Private tables in no private FK (neither child nor parent): their own single-table model."""
+    parents = {fk.parent for fk in schema.private_foreign_keys}
+    return [t for t in schema.private_tables if not schema.fks_from(t) and t not in parents]
+
+
+# -- the method ------------------------------------------------------------------------------------
+
+@register_database
+@dataclass(frozen=True)
+class PrivPetal(Params):
+    """PrivPetal on relviz's accountant (see the module docstring and docs/methods/privpetal.md).
+
+    Args:
+        preset: Budget split inside an FK (``relviz``, ``paper``, ``ri-default``, ``ri-census``,
+            ``ri-instacart``, ``ri-tpch``; :data:`~relviz.relational.privpetal.accounting.PRESETS`).
+        order: ``o``, the most individuals in one NPM (1–3).
+        member_cap: ``M``, members of a group used for statistics (None: ``min(N, 10)``).
+        lam: λ of λ-usefulness. max_cells: ``L_max``. k_max: most attributes (``size`` included)
+            in a candidate NPM. n_mrf: context attributes per target model.
+        t1_picks, t1_iters: Phase A picks and iterations. k: candidates h-scored per round.
+        clique_cells, model_cells: Caps of a target model's cliques / sum of cliques.
+        sub_clique_cells, sub_model_cells: The same for PrivMRF-sub.
+        fit_iters, refit_iters: Mirror-descent iterations of a first fit / a warm refit.
+        merge_from: Sizes ``merge_from…N`` are merged in NPM queries (None: no merging).
+        rscore_mode: ``"per_size"`` ([P] Eq. 3) or ``"pooled"`` (the authors' code).
+        sampling: ``"rounded"`` (variance-reduced) or ``"iid"``.
+        split_above: Attributes with more codes are modelled as two digits (None: never).
+        public_context: Hops of public parents whose attributes join a public referenced table.
+
+    Every parameter but ``split_above`` and ``public_context`` may differ per FK: an edge's own
+    parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run (:meth:`for_component`).
+    """
+
+    name: ClassVar[str] = "privpetal"
+    label: ClassVar[str] = "PrivPetal (permutation relations per FK)"
+    gaussian_only: ClassVar[bool] = True
+    links_public_fks: ClassVar[bool] = False
+    preset: str = "relviz"
+    split_above: int | None = 20
+    public_context: int = 1
+
+    def __post_init__(self) -> None:
+        if self.preset not in PRESETS:
+            raise ParameterError("preset", f"preset must be one of {', '.join(PRESETS)}")
+        if self.order not in (1, 2, 3):
+            raise ParameterError("order", "order must be 1, 2 or 3")
+        for name, low in (("k_max", 2), ("n_mrf", 1), ("t1_picks", 0), ("t1_iters", 1), ("k", 1),
+                          ("fit_iters", 1), ("refit_iters", 1), ("public_context", 0)):
+            v = getattr(self, name)
+            if int(v) != v or v < low:
+                raise ParameterError(name, f"{name} must be an integer ≥ {low}")
+        if self.member_cap is not None and (int(self.member_cap) != self.member_cap
+                                            or self.member_cap < self.order):
+            raise ParameterError("member_cap", "member_cap must be None or an integer ≥ order")
+        if self.merge_from is not None and (int(self.merge_from) != self.merge_from or self.merge_from < 1):
+            raise ParameterError("merge_from", "merge_from must be None or an integer ≥ 1")
+        if self.rscore_mode not in ("per_size", "pooled"):
+            raise ParameterError("rscore_mode", "rscore_mode must be 'per_size' or 'pooled'")
+        if self.sampling not in ("rounded", "iid"):
+            raise ParameterError("sampling", "sampling must be 'rounded' or 'iid'")
+        if not self.lam > 0 or not self.max_cells > 0:
+            raise ParameterError("lam", "lam and max_cells must be positive")
+        if self.split_above is not None and (int(self.split_above) != self.split_above
+                                             or self.split_above < 10):
+            raise ParameterError("split_above", "split_above must be None or an integer ≥ 10")
+
+    def for_component(self, component: Any) -> PrivPetal:
+        """The configuration of one FK: that edge's own parameters (``Plan.with_params``), with
+        the table encodings (``split_above``, ``public_context``), which every FK of a table must
+        share, taken from this (the plan's first edge's) configuration."""
+        params = dict(getattr(component, "params", {}) or {})
+        if not params:
+            return self
+        params.update(split_above=self.split_above, public_context=self.public_context)
+        return type(self)(**params)
+
+    def params(self) -> Params:
+        """The Algorithm 1 hyper-parameters of this configuration."""
+        return Params(**{f.name: getattr(self, f.name) for f in fields(Params)})
+
+    # -- plan ----------------------------------------------------------------------------------
+    def default_components(self, schema: Schema, *, mechanism: str = "mst"
+                           ) -> list[tuple[str, str, str, Fraction]]:
+        """One edge component per private FK and one table component per private table in no
+        FK. Shares (a public rule, [P] §5 "more FKs means less per FK"): equal per private relation
+        (and per stand-alone table), split equally among the relation's FKs — TPC-H: ``orders →
+        customer`` 1/2, the two ``lineitem`` FKs 1/4 each ([P] §6.1's 50/25/25)."""
+        rels = relations(schema)
+        alone = standalone(schema)
+        n = len(rels) + len(alone)
+        if n == 0:
+            return []
+        out: list[tuple[str, str, str, Fraction]] = []
+        for r in rels:
+            fks = fk_order(schema, r)
+            out += [(f.name, "edge", self.name, Fraction(1, n * len(fks))) for f in fks]
+        out += [(t, "table", mechanism, Fraction(1, n)) for t in alone]
+        return out
+
+    def plan_problems(self, schema: Schema, components: tuple[Any, ...]) -> list[Problem]:
+        out = list(unit_problems(schema))
+        for c in components:
+            if c.kind == "edge" and c.method == self.name:
+                try:
+                    self.for_component(c)
+                except (TypeError, ValueError) as e:
+                    out.append(Problem("bad_parameter", f"privpetal: {e}", column=c.name))
+        names = {(c.name, c.kind) for c in components}
+        unit = schema.privacy_unit
+        for fk in schema.private_foreign_keys:
+            if (fk.name, "edge") not in names:
+                out.append(Problem("missing_component", "PrivPetal models every private FK: add "
+                                   "this FK to the plan", column=fk.name))
+            if fk.self_referential:
+                out.append(Problem("unsupported_fk", "PrivPetal needs an acyclic FK graph; a "
+                                   "self-referential FK is a cycle", column=fk.name))
+            if fk.nullable:
+                out.append(Problem("unsupported_fk", "PrivPetal's flattened relation needs every "
+                                   "child in a group: the FK must be non-nullable", column=fk.name))
+            cap = unit.caps.get(fk.name) if unit is not None else None
+            if unit is not None and cap is None:
+                out.append(Problem("missing_cap", "PrivPetal needs a public group-size cap N on "
+                                   "every private FK (e.g. --dp-caps)", column=fk.name))
+            elif cap is not None and int(cap) > MAX_CAP:
+                out.append(Problem("cap_too_large", f"PrivPetal models one slot per group member: "
+                                   f"N = {cap} needs {cap} × (child attributes) models; caps up to "
+                                   f"{MAX_CAP} are supported (lower the cap)", column=fk.name))
+        alone = set(standalone(schema))
+        for c in components:
+            if c.kind == "table" and c.name not in alone:
+                out.append(Problem("generated_table", "PrivPetal generates this table from its "
+                                   "FKs (it gets no model of its own): remove the component", c.name))
+        for t in sorted(alone - {c.name for c in components if c.kind == "table"}):
+            out.append(Problem("missing_component", "PrivPetal needs a single-table model of this "
+                               "private table (it is in no FK)", t))
+        return out
+
+    def _fk_plan(self, schema: Schema, fk: ForeignKey, rho: Fraction, mult: Multipliers):  # noqa: ANN202
+        henc = encoding(schema, fk.parent, split_above=self.split_above,
+                        public_context=self.public_context)
+        ienc = encoding(schema, fk.child, split_above=self.split_above)
+        cap = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
+        sens = fk_sensitivities(schema, mult, fk)
+        return plan_fk(Fraction(rho), h=len(henc.names) + 1, a=len(ienc.names), N=cap,
+                       o=self.order, sens=sens, preset=self.preset), henc, ienc
+
+    def noise_scales(self, schema: Schema, component: Any, rho: Fraction | float, *,
+                     multipliers: Multipliers, components: tuple[Any, ...] = ()) -> dict[str, float]:
+        """σ of every planned release of one component (public: schema, caps, ρ): for an FK,
+        Algorithm 1's ``σ_n``, ``σ_R``, the two PrivMRF-sub ``σ``, ``σ_inter``, ``σ_intra``,
+        ``σ_M`` and ``σ_h`` (with ``k`` candidates) of docs §4.3; for a stand-alone table, its
+        mechanism's."""
+        rho = Fraction(rho)
+        if component.kind == "table":
+            from relviz.single import get as get_mechanism
+
+            return dict(get_mechanism(component.method, **component.params).noise_scales(
+                schema.table(component.name), rho,
+                histogram_sensitivity=multipliers.table_histogram(component.name),
+                score_sensitivity=multipliers.table_score(component.name)))
+        fk = schema.foreign_key(component.name)
+        me = self.for_component(component)
+        plan, _, _ = me._fk_plan(schema, fk, rho, multipliers)
+        out = {"Alg. 1 line 1 group sizes σ_n": plan.sigma_n,
+               "Alg. 1 line 2 R-scores σ_R": plan.sigma_R,
+               "Alg. 5 (1) PrivMRF-sub on A_H σ": plan.hsub.sigma_mar,
+               "Alg. 5 (2) PrivMRF-sub on {size} ∪ A_I σ": plan.isub.sigma_mar,
+               "Alg. 5 (3) inter-relational NPMs σ_inter": plan.sigma_inter,
+               "Alg. 5 (4) intra-group NPMs σ_intra": plan.sigma_intra,
+               "Alg. 2 line 10 new NPMs σ_M": plan.sigma_M,
+               f"Alg. 2 line 8 h-scores σ_h (k = {me.k})": plan.sigma_h(me.k)}
+        return {k: v for k, v in out.items() if math.isfinite(v)}
+
+    # -- fit: Algorithm 4 ----------------------------------------------------------------------
+    def fit(self, curator: Curator, budgets: Mapping[str, Budget], *, schema: Schema,
+            components: tuple[Any, ...], multipliers: Multipliers,
+            progress: Callable[[str], Reporter], seed: int) -> FittedPrivPetal:
+        codes: dict[str, EncodedTable] = {}
+
+        def table(name: str) -> EncodedTable:
+            if name not in codes:
+                codes[name] = curator.rows(name, "PrivPetal")
+            return codes[name]
+
+        encodings: dict[str, Encoding] = {}
+        public_rows: dict[str, np.ndarray] = {}
+        fits: dict[str, FKFit] = {}
+        comps = {c.name: c for c in components if c.kind == "edge"}
+        for rel in relations(schema):
+            for fk in fk_order(schema, rel):
+                rep = progress(fk.name)
+                rep(0.0, f"Algorithm 1 on {fk.label()}")
+                me = self.for_component(comps.get(fk.name))
+                params = me.params()
+                plan, henc, ienc = me._fk_plan(schema, fk, budgets[fk.name].rho, multipliers)
+                encodings.setdefault(fk.child, ienc)
+                if schema.table(fk.parent).public:
+                    encodings.setdefault(fk.parent, henc)
+                else:
+                    encodings.setdefault(fk.parent, encoding(schema, fk.parent,
+                                                             split_above=self.split_above))
+                paths = _paths(curator, schema, fk.parent, henc)
+                hcodes = encode(henc, {t: table(t) for t in {s[0] for s in henc.source} | {fk.parent}},
+                                paths or {(): np.arange(table(fk.parent).n_rows)})
+                if schema.table(fk.parent).public:
+                    public_rows[fk.parent] = hcodes
+                icodes = encode(ienc, {fk.child: table(fk.child)},
+                                {(): np.arange(table(fk.child).n_rows)})
+                child_rows, parent_rows = curator.foreign_key(fk).edges()
+                parent_of = np.full(len(icodes), -1, dtype=np.int64)
+                parent_of[child_rows] = parent_rows
+                member_key = curator.row_keys(fk.child, seed ^ 0x9E7A1)
+                N = plan.N  # noqa: N806
+                M = me.member_cap if me.member_cap is not None else min(N, 10)  # noqa: N806
+                priv = PrivateFK(hcodes, icodes, parent_of, henc.dom, ienc.dom, N,
+                                 max(M, min(N, me.order)), member_key)
+                fits[fk.name] = fit_fk(fk.name, priv, budgets[fk.name], plan, params, henc.names,
+                                       ienc.names, rep, seed)
+                del priv
+        singles: dict[str, Any] = {}
+        for c in components:
+            if c.kind != "table":
+                continue
+            from relviz.single import get as get_mechanism
+
+            rep = progress(c.name)
+            rep(0.0, f"{c.method} on {c.name} (in no FK)")
+            mech = get_mechanism(c.method, **dict(c.params))
+            singles[c.name] = mech.fit(curator.table(c.name), budgets[c.name],
+                                       histogram_sensitivity=multipliers.table_histogram(c.name),
+                                       score_sensitivity=multipliers.table_score(c.name), progress=rep)
+            rep(1.0, "fitted")
+        sizes = {t: (float(table(t).n_rows) if multipliers.row_unit else float(singles[t].total))
+                 for t in singles}
+        return FittedPrivPetal(schema, fits, encodings, public_rows, singles, sizes, self)
+
+
+def _paths(curator: Curator, schema: Schema, table: str, enc: Encoding) -> dict[tuple[str, ...], np.ndarray]:
+    """Row of the reached public parent for every row of ``table``, per FK path of ``enc``."""
+    out: dict[tuple[str, ...], np.ndarray] = {}
+    for via in sorted(set(enc.via), key=len):
+        if not via or via in out:
+            continue
+        prev = out.get(via[:-1])
+        fk = schema.foreign_key(via[-1])
+        child_rows, parent_rows = curator.foreign_key(fk).edges()
+        idx = np.zeros(curator.rows(fk.child, "PrivPetal (public parents)").n_rows, dtype=np.int64)
+        idx[child_rows] = parent_rows
+        out[via] = idx if prev is None else idx[prev]
+    if out:
+        out[()] = np.arange(len(next(iter(out.values()))))
+    return out
+
+
+# -- the fitted model ------------------------------------------------------------------------------
+
+@dataclass
+class FittedPrivPetal:
+    """A fitted PrivPetal model of a database (every part differentially private, public rows
+    of public referenced tables aside)."""
+
+    schema: Schema
+    fits: dict[str, FKFit]
+    encodings: dict[str, Encoding]
+    public_rows: dict[str, np.ndarray]
+    singles: dict[str, Any]
+    sizes: dict[str, float]
+    method: PrivPetal
+    totals: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        tot = dict(self.sizes)
+        for rel in relations(self.schema):
+            fk = fk_order(self.schema, rel)[0]
+            f = self.fits[fk.name]
+            tot[rel] = float((np.arange(f.N + 1) * f.n_noisy).sum())
+            if not self.schema.table(fk.parent).public and fk.parent not in tot:
+                tot[fk.parent] = float(f.n_noisy.sum())
+        self.totals = tot
+
+    def sample(self, public: Mapping[str, EncodedTable], *, scale: float, seed: int,
+               progress: Callable[[str], Reporter]) -> tuple[dict[str, EncodedTable],
+                                                             dict[str, np.ndarray]]:
+        schema = self.schema
+        rows: dict[str, np.ndarray] = {}
+        links: dict[str, np.ndarray] = {}
+        for rel in relations(schema):
+            copies = []
+            for fk in fk_order(schema, rel):
+                rep = progress(fk.name)
+                f = self.fits[fk.name]
+                rounded = f.sampling == "rounded"
+                rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(fk.name.encode())])
+                hvars = f.hvars[1:]
+                if schema.table(fk.parent).public or fk.parent in rows:
+                    pcodes = self.public_rows[fk.parent] if schema.table(fk.parent).public \
+                        else rows[fk.parent]
+                    rep(0.0, f"sizes of {fk.parent} given its attributes (Alg. 4, existing R_H)")
+                    cond = {v: pcodes[:, k] for k, v in enumerate(hvars)}
+                    logits = f.hmodel.conditional_logits(SIZE, cond) if cond else \
+                        np.log(np.maximum(f.n_noisy, 1e-300))[None, :].repeat(len(pcodes), 0)
+                    size = _draw_logits(logits, cond, hvars, f.hmodel.dom, rng, rounded)
+                    new = False
+                else:
+                    n = max(1, int(round(float(f.n_noisy.sum()) * scale)))
+                    rep(0.0, f"{n:,} rows of {fk.parent} from the household model (Alg. 1 line 3)")
+                    draw = f.hmodel.sample_all(n, rng, rounded=rounded)
+                    pcodes = np.stack([draw[v] for v in hvars], axis=1) if hvars else \
+                        np.zeros((n, 0), np.int64)
+                    size = draw[SIZE]
+                    new = True
+                if f.idom:  # sizes whose slots have no model (noisy mass 0 from there on): capped
+                    size = np.minimum(size, max((c.lo for c in f.conditionals), default=0))
+                rep(0.2, f"flattened relation of {fk.child}: {len(f.conditionals)} columns "
+                         "(Alg. 1 line 5)")
+                cols = self._flattened(f, pcodes, size, rng, rounded, rep)
+                rep(0.9, f"decomposing into {fk.parent} and {fk.child} (§3.9)")
+                perm = rng.permutation(len(size)) if new else np.arange(len(size))
+                if new:
+                    rows[fk.parent] = pcodes[perm]
+                child, parent = _decompose(cols, size, perm, f)
+                copies.append((fk, child, parent, len(size)))
+                rep(1.0, f"{len(child):,} {fk.child} rows in {len(size):,} groups")
+            rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(rel.encode()), 7])
+            child, fk_links = _merge(copies, self.fits, rng)
+            rows[rel] = child
+            links.update(fk_links)
+        out: dict[str, EncodedTable] = {}
+        for name in schema.private_tables:
+            if name in self.singles:
+                rep = progress(name)
+                n = max(1, int(round(self.sizes[name] * scale)))
+                rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(name.encode()), 11])
+                t = schema.table(name)
+                codes = self.singles[name].sample(n, rng)
+                out[name] = EncodedTable(name, tuple(t.attribute_names),
+                                         tuple(int(a.size) for a in t.attributes), codes.astype(np.int64))
+                rep(1.0, f"{n:,} rows")
+                continue
+            out[name] = decode(self.encodings[name], schema, name, rows[name])
+        return out, links
+
+    def _flattened(self, f: FKFit, pcodes: np.ndarray, size: np.ndarray, rng: np.random.Generator,
+                   rounded: bool, rep: Reporter) -> dict:
+        cols: dict = {SIZE: size}
+        for k, v in enumerate(f.hvars[1:]):
+            cols[v] = pcodes[:, k]
+        n_cond = max(len(f.conditionals), 1)
+        for q, cond in enumerate(f.conditionals):
+            if q % 16 == 0:
+                rep(0.2 + 0.7 * q / n_cond, f"sampling column {q + 1} of {len(f.conditionals)}")
+            rows = np.flatnonzero(size >= cond.lo)
+            col = np.full(len(size), -1, dtype=np.int64)
+            if len(rows):
+                ctx = [v for v in cond.vars if v != cond.target]
+                codes = {v: (cols[v][rows] - cond.lo if v == SIZE else cols[v][rows]) for v in ctx}
+                col[rows] = _draw_logits_fn(cond.logits, codes, ctx, cond.dom,
+                                            cond.dom[cond.target], rng, rounded)
+            cols[cond.target] = col
+        return cols
+
+
+def _group_ids(codes: Mapping, vars_: list, dom: Mapping) -> np.ndarray:
+    """Id of each row's combination of ``vars_`` values (identical rows share it)."""
+    n = len(next(iter(codes.values())))
+    if not vars_:
+        return np.zeros(n, dtype=np.int64)
+    flat = np.zeros(n, dtype=np.int64)
+    total = 1
+    for v in vars_:
+        total *= int(dom[v])
+        if total > 2 ** 62:
+            stacked = np.stack([np.asarray(codes[u]) for u in vars_], axis=1)
+            return np.unique(stacked, axis=0, return_inverse=True)[1].ravel()
+        flat = flat * int(dom[v]) + np.asarray(codes[v])
+    return np.unique(flat, return_inverse=True)[1].ravel()
+
+
+def _draw_logits_fn(logits_fn: Callable, codes: Mapping, ctx: list, dom: Mapping, k: int,
+                    rng: np.random.Generator, rounded: bool) -> np.ndarray:
+    """Draw the target for every row: logits computed once per distinct context."""
+    n = len(next(iter(codes.values()))) if codes else 0
+    gid = _group_ids(codes, ctx, dom)
+    first = np.zeros(gid.max() + 1, dtype=np.int64)
+    first[gid[::-1]] = np.arange(n)[::-1]
+    probs = logits_to_probs(logits_fn({v: np.asarray(codes[v])[first] for v in ctx}))
+    return draw_from_table(gid, probs, rng, rounded=rounded)
+
+
+def _draw_logits(logits: np.ndarray, codes: Mapping, ctx: list, dom: Mapping, rng: np.random.Generator,
+                 rounded: bool) -> np.ndarray:
+    gid = _group_ids(codes, ctx, dom) if codes else np.zeros(len(logits), dtype=np.int64)
+    first = np.zeros(gid.max() + 1 if len(gid) else 0, dtype=np.int64)
+    first[gid[::-1]] = np.arange(len(gid))[::-1]
+    return draw_from_table(gid, logits_to_probs(logits[first]), rng, rounded=rounded)
+
+
+def _decompose(cols: Mapping, size: np.ndarray, perm: np.ndarray, f: FKFit
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """DECOMPOSE (docs §3.9): row ``perm[r]`` of the flattened relation becomes referenced row
+    ``r``; its first ``size`` slots become children with FK ``r``."""
+    a = len(f.idom)
+    s = size[perm]
+    parent = np.repeat(np.arange(len(perm)), s)
+    start = np.r_[0, np.cumsum(s)[:-1]]
+    slot = np.arange(len(parent)) - np.repeat(start, s) + 1
+    src = perm[parent]
+    child = np.zeros((len(parent), a), dtype=np.int64)
+    for i in range(1, f.N + 1):
+        sel = np.flatnonzero(slot == i)
+        if not len(sel) or not a:
+            continue
+        rows = src[sel]
+        child[sel] = np.stack([cols[("I", i, k)][rows] for k in range(a)], axis=1)
+    return child, parent.astype(np.int64)
+
+
+def _merge(copies: list, fits: Mapping[str, FKFit], rng: np.random.Generator
+           ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """MERGE (docs §3.10) of the copies of one relation, the first kept whole."""
+    fk1, base, link1, _ = copies[0]
+    order = rng.permutation(len(base))
+    base, link1 = base[order], link1[order]
+    out = {fk1.name: link1}
+    for fk, other, link, n_par in copies[1:]:
+        perm = rng.permutation(len(other))
+        other, link = other[perm], link[perm]
+        sizes_syn = np.bincount(link, minlength=n_par).astype(np.float64)
+        if len(other) > len(base):
+            other, link = other[: len(base)], link[: len(base)]
+        ix, iy = match(base, other, rng)
+        fk2 = np.full(len(base), -1, dtype=np.int64)
+        fk2[ix] = link[iy]
+        cap = fits[fk.name].N
+        todo = np.flatnonzero(fk2 < 0)
+        if len(todo):
+            count = np.bincount(fk2[fk2 >= 0], minlength=n_par)
+            room = np.maximum(cap - count, 0)
+            slots = np.repeat(np.arange(n_par), room)
+            w = np.repeat(sizes_syn, room)
+            w = np.where(w > 0, w, 1e-9)
+            keys = np.log(w) + rng.gumbel(size=len(slots))
+            take = np.argsort(-keys, kind="stable")[: len(todo)]
+            fk2[todo[: len(take)]] = slots[take]
+            if len(take) < len(todo):  # more rows than capacity (cannot happen with ñ ≤ N·parents)
+                fk2[todo[len(take):]] = rng.integers(0, max(n_par, 1), size=len(todo) - len(take))
+        out[fk.name] = fk2
+    return base, out
+
+
+def match(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """MATCH (docs §3.10): pair rows of ``x`` and ``y`` one to one, longest agreeing prefix of the
+    columns first — every possible exact match on all columns, then on the first ``d − 1``, …,
+    then on the first column alone (so every possible exact match on the first column is made,
+    and among those on the first two, …); the rows left (they disagree on the first column) are
+    matched the same way on the columns after the first, and so on; the last leftovers are paired
+    at random. Vectorised per level: ``O(d²)`` sorts. Returns ``(rows of x, rows of y)``."""
+    d = x.shape[1]
+    fx, fy = np.arange(len(x)), np.arange(len(y))
+    out_x, out_y = [], []
+    for start in range(d + 1):
+        levels = range(d - start, 0, -1) if start < d else [0]
+        for level in levels:
+            if len(fx) == 0 or len(fy) == 0:
+                break
+            if level:
+                key = _prefix_keys(np.concatenate([x[fx, start:start + level],
+                                                   y[fy, start:start + level]]))
+            else:
+                key = np.zeros(len(fx) + len(fy), dtype=np.int64)
+            kx, ky = key[: len(fx)], key[len(fx):]
+            rx, ry = _rank_in_block(kx, rng), _rank_in_block(ky, rng)
+            width = int(max(rx.max(initial=0), ry.max(initial=0))) + 1
+            _, ia, ib = np.intersect1d(kx * width + rx, ky * width + ry, assume_unique=True,
+                                       return_indices=True)
+            out_x.append(fx[ia])
+            out_y.append(fy[ib])
+            keep_x = np.ones(len(fx), dtype=bool)
+            keep_x[ia] = False
+            keep_y = np.ones(len(fy), dtype=bool)
+            keep_y[ib] = False
+            fx, fy = fx[keep_x], fy[keep_y]
+    if not out_x:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out_x), np.concatenate(out_y)
+
+
+def _prefix_keys(rows: np.ndarray) -> np.ndarray:
+    """Compact ids ``0…`` of the distinct rows (mixed radix over the columns' ranges, then a 1-d
+    ``unique``; a lexicographic ``unique`` when the radix would overflow)."""
+    lo, hi = rows.min(axis=0), rows.max(axis=0)
+    span = (hi - lo + 1).astype(np.float64)
+    if float(np.prod(span)) < 2.0 ** 62:
+        flat = np.zeros(len(rows), dtype=np.int64)
+        for j in range(rows.shape[1]):
+            flat = flat * int(span[j]) + (rows[:, j] - lo[j])
+        return np.unique(flat, return_inverse=True)[1].ravel().astype(np.int64)
+    return np.unique(rows, axis=0, return_inverse=True)[1].ravel().astype(np.int64)
+
+
+def _rank_in_block(block: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Random rank of each element among the elements of its block."""
+    perm = rng.permutation(len(block))
+    order = perm[np.argsort(block[perm], kind="stable")]
+    b = block[order]
+    start = np.r_[0, np.flatnonzero(np.diff(b)) + 1] if len(b) else np.zeros(0, np.int64)
+    counts = np.diff(np.r_[start, len(b)])
+    ranks = np.arange(len(b)) - np.repeat(start, counts)
+    out = np.empty(len(block), dtype=np.int64)
+    out[order] = ranks
+    return out
