@@ -11,6 +11,7 @@ plain :data:`Progress` callback, ``progress(fraction, message)``; a :class:`Repo
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from relviz.errors import CancelledError
 
-__all__ = ["Progress", "ProgressEvent", "CancelToken", "Reporter"]
+__all__ = ["Progress", "ProgressEvent", "CancelToken", "Reporter", "Observers"]
 
 Progress = Callable[[float, str], None]
 """A plain progress callback: ``progress(fraction in [0, 1], message)``."""
@@ -99,3 +100,34 @@ class Reporter:
 def silent() -> Reporter:
     """A reporter that reports nothing and is never cancelled (for direct use and tests)."""
     return Reporter(None, CancelToken(), "", "", lambda: 0.0)
+
+
+class Observers:
+    """Thread-safe list of view callbacks of one object (a :class:`~relviz.run.Run`, a
+    :class:`~relviz.privacy.session.SessionLedger`): ``add`` returns the function that removes
+    the callback; ``notify(obj)`` calls each with ``obj`` and logs (never raises) a callback's
+    failure, so a broken view cannot break the run or the accounting it watches."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable] = []
+        self._log = logger
+
+    def add(self, callback: Callable) -> Callable[[], None]:
+        with self._lock:
+            self._callbacks.append(callback)
+
+        def remove() -> None:
+            with self._lock:
+                if callback in self._callbacks:
+                    self._callbacks.remove(callback)
+        return remove
+
+    def notify(self, obj: object) -> None:
+        with self._lock:
+            callbacks = list(self._callbacks)
+        for cb in callbacks:
+            try:
+                cb(obj)
+            except Exception:  # noqa: BLE001 - a broken view must not break what it watches
+                self._log.exception("observer %r of %s failed", cb, type(obj).__name__)

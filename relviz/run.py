@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from relviz.errors import CancelledError
 from relviz.plan import Plan
-from relviz.progress import ProgressEvent
+from relviz.progress import Observers, ProgressEvent
 
 if TYPE_CHECKING:  # pragma: no cover
     from relviz.database import Database
@@ -232,7 +232,7 @@ class Run:
         self.scale = scale
         self.allow_inferred = allow_inferred
         self._lock = threading.RLock()
-        self._observers: list[Callable[[Run], None]] = []
+        self._observers = Observers(_log)
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
         self._status: str = "idle"
@@ -298,23 +298,10 @@ class Run:
 
         Callbacks run in the worker thread during a run: keep them short and non-blocking.
         """
-        with self._lock:
-            self._observers.append(callback)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if callback in self._observers:
-                    self._observers.remove(callback)
-        return unsubscribe
+        return self._observers.add(callback)
 
     def _notify(self) -> None:
-        with self._lock:
-            observers = list(self._observers)
-        for cb in observers:
-            try:
-                cb(self)
-            except Exception:  # noqa: BLE001 - a broken view must not break the run
-                _log.exception("run observer %r failed", cb)
+        self._observers.notify(self)
 
     # -- state -----------------------------------------------------------------------------------
     @property

@@ -29,6 +29,7 @@ Fraction(0, 1)
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from relviz.errors import BudgetError
 from relviz.privacy.accountant import Accountant, epsilon_from_rho, rho_from_epsilon_delta
+from relviz.progress import Observers
 
 if TYPE_CHECKING:  # pragma: no cover
     from relviz.database import Database
@@ -114,7 +116,7 @@ class SessionLedger:
         self._cap_labels: set[str] = set()
         self._reserved: dict[int, tuple[Fraction, str]] = {}
         self._next_key = 0
-        self._observers: list[Callable[[SessionLedger], None]] = []
+        self._observers = Observers(logging.getLogger(__name__))
         self._acc: Accountant | None = None
         if epsilon is not None or delta is not None:
             self.set_cap(epsilon, delta)  # type: ignore[arg-type]
@@ -364,25 +366,10 @@ class SessionLedger:
     # -- views -----------------------------------------------------------------------------------
     def observe(self, callback: Callable[[SessionLedger], None]) -> Callable[[], None]:
         """Call ``callback(ledger)`` after every change; returns a function that unsubscribes."""
-        with self._lock:
-            self._observers.append(callback)
-
-        def off() -> None:
-            with self._lock:
-                if callback in self._observers:
-                    self._observers.remove(callback)
-        return off
+        return self._observers.add(callback)
 
     def _notify(self) -> None:
-        with self._lock:
-            observers = list(self._observers)
-        for cb in observers:
-            try:
-                cb(self)
-            except Exception:  # noqa: BLE001 - a broken view must not break the accounting
-                import logging
-
-                logging.getLogger(__name__).exception("session ledger observer %r failed", cb)
+        self._observers.notify(self)
 
     def summary(self) -> dict[str, Any]:
         """JSON-able totals for a view."""
