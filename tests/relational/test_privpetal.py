@@ -1108,3 +1108,21 @@ def test_private_rows_read_only_through_the_measurement_module(monkeypatch: pyte
     exec("def _probe(d):\n    return d['orders']", petal_method.__dict__)
     petal_method.__dict__.pop("_probe")(db)
     assert reads and "orders" in reads[0]
+
+
+def test_starved_initial_store_warns_in_words() -> None:
+    """When no inter-relational or intra-group NPM is λ-useful (Alg. 5 steps 3–4 release
+    nothing), the fit says so and names the fix (docs/methods/privpetal.md §7): 40 groups at
+    ρ = 1/2 and λ = 10⁶ make the usefulness limit L = ñ/(λσ√(2/π)) < 1 cell, so nothing
+    qualifies; at λ = 10⁻⁶ L is capped by L_max and the same run releases NPMs without a warning."""
+    import warnings
+
+    run, _ = _run(lam=1e6)
+    with pytest.warns(UserWarning, match=r"no inter-relational or intra-group NPM is λ-useful") as rec:
+        run.run()
+    assert "Plan.with_params(fk, lam=1" in str(rec[0].message)
+    run, _ = _run(lam=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        run.run()
+    assert run.queries > 0 and not run.starved

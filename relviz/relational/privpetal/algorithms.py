@@ -31,6 +31,7 @@ A bare ``docs §N`` below is docs/methods/privpetal.md §N.
 from __future__ import annotations
 
 import math
+import warnings
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -287,6 +288,9 @@ class _Run:
         self.seed = seed
         self.store = NPMStore(self.N)
         self.queries = 0
+        # Alg. 5 steps (3)/(4) that released no NPM: {step: (usefulness limit L, cells of the
+        # smallest candidate)}; reported by :meth:`run` (docs/methods/privpetal.md §7)
+        self.starved: dict[str, tuple[float, int]] = {}
 
     # helpers ---------------------------------------------------------------------------------
     def rng(self, *tag: int | str) -> np.random.Generator:
@@ -465,8 +469,10 @@ class _Run:
                     s = frozenset((SIZE,) + t)
                     if self.cells_full(s) < limit and canonical(list(s))[0] not in self.store:
                         cand.append(s)
+            self.starved["inter-relational"] = (limit, (self.N + 1) * min(self.hdom) * min(self.idom))
             for s in cfs_select(cand, pool, self.R, self.cells_full):
-                self.npm_query(canonical(list(s))[0], rho_q, "Alg. 5 (3) inter-relational")
+                if self.npm_query(canonical(list(s))[0], rho_q, "Alg. 5 (3) inter-relational"):
+                    self.starved.pop("inter-relational", None)
         self.rep(0.24, "Alg. 5 (4): intra-group NPMs")
         rho_q = self.plan.rho_intra_query()
         if rho_q > 0:
@@ -489,8 +495,11 @@ class _Run:
                         seen.add((key, s))
                         cand.append(s)
                 targets = [("I", d, k) for k in range(a)]
+                if d == 2:  # pairs of co-members; triples refine them (not reported)
+                    self.starved["intra-group"] = (limit, (self.N + 1) * min(self.idom) ** 2)
                 for s in cfs_select(cand, targets, self.R, self.cells_full):
-                    self.npm_query(canonical(list(s))[0], rho_q, f"Alg. 5 (4) intra-group (d = {d})")
+                    if self.npm_query(canonical(list(s))[0], rho_q, f"Alg. 5 (4) intra-group (d = {d})"):
+                        self.starved.pop("intra-group" if d == 2 else None, None)
         return hmodel
 
     # Algorithm 2 ---------------------------------------------------------------------------
@@ -656,6 +665,21 @@ class _Run:
                 syn.append(t)
                 done += 1
         self.rep(1.0, f"fitted ({self.queries} NPM queries, {len(self.store.entries)} stored NPMs)")
+        if a and self.starved:
+            names = list(self.starved)
+            which = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+            steps = "; ".join(f"{k}: L = {lim:,.0f} cells, the smallest candidate has {c:,}"
+                              for k, (lim, c) in self.starved.items())
+            fix = ("λ = 6 is the paper's constant for 10⁵–10⁶ groups; on small data lower λ per FK "
+                   "(Plan.with_params(fk, lam=1, merge_from=...)), merge large sizes or spend more ε"
+                   if self.p.lam > 1 else
+                   "merge large sizes (Plan.with_params(fk, merge_from=...)), coarsen the child "
+                   "attributes' domains or spend more ε")
+            warnings.warn(
+                f"PrivPetal {self.fk}: no {which} NPM is λ-useful at λ = {self.p.lam:g} with about "
+                f"{self.total(0):,.0f} groups ({steps}), so the child attributes get little or no "
+                f"dependence on their parent or on each other. {fix} "
+                "(docs/methods/privpetal.md §7)", UserWarning, stacklevel=2)
         return FKFit(self.fk, self.n_noisy, [SIZE] + [("H", k) for k in range(h1)], self.hdom,
                      self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
                      p.sampling)
