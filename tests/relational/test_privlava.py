@@ -31,7 +31,7 @@ pytestmark = pytest.mark.usefixtures("single_torch_thread")
 SMALL = dict(T=2, T_C=1, n_C=40, k_max=3, iters=100)
 
 
-def _shop(seed: int = 0, n_orders: int = 600) -> Database:
+def _shop(seed: int = 0, n_orders: int = 600, product_cap: int = 300) -> Database:
     """stores (public) ← orders (entity) ← items → products (public); items depend on the order's
     kind and on the product's category (planted structure)."""
     rng = np.random.default_rng(seed)
@@ -57,7 +57,7 @@ def _shop(seed: int = 0, n_orders: int = 600) -> Database:
          ForeignKey("items", ("product_id",), "products", ("product_id",))),
         PrivacyUnit(entity="orders", caps={"items.order_id->orders": 4,
                                            "orders.store_id->stores": 200,
-                                           "items.product_id->products": 300}),
+                                           "items.product_id->products": product_cap}),
         name="shop")
     return Database(schema, {"stores": stores, "products": products, "orders": orders, "items": items})
 
@@ -550,3 +550,39 @@ def test_noise_free_m_step_matches_every_measured_marginal():
             model = pgm.model_marginal(state.model, attrs).ravel()
             tv = 0.5 * np.abs(model / model.sum() - np.asarray(y) / n).sum()
             assert tv < 1e-3, (attrs, tv)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_non_nullable_second_fk_never_gets_a_null(seed):
+    """A child generated as groups of one parent (orders, every private order has ≥ 1 item:
+    ≥ 600 items) and matched to another whose cap binds (30 products × τ = 2 = 60 slots; the
+    real items are truncated to fit): the non-nullable FK gets no null (it did: "internal error:
+    the synthetic database is invalid"); the surplus is linked to parents with room first and the
+    fit says so in words. The items' count is clamped to the capacity where the size domain
+    allows (see test_spare_parents_fill_room_first)."""
+    db = _shop(seed=seed, product_cap=2)
+    plan = Plan.default(db.schema, 1.0, 1e-6, method="privlava")
+    for e in plan.edges:
+        plan = plan.with_params(e.name, **SMALL)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        out = RelationalSynthesizer(plan, random_state=seed).fit(db).sample()
+    items = out.tables["items"]
+    assert items["product_id"].notna().all()
+    assert set(items["product_id"]) <= set(db.tables["products"]["product_id"])
+    assert any("items.product_id->products" in str(w.message) and "found no template" in str(w.message)
+               for w in rec)
+
+
+def test_spare_parents_fill_room_first():
+    """``_spare_parents``: parents below τ are filled to τ before any parent exceeds it, uniformly
+    at random among the free slots; only the slots beyond parents × τ go to random parents."""
+    from relviz.relational.privlava.method import _spare_parents
+
+    rng = np.random.default_rng(0)
+    taken = np.array([0, 0, 0, 1])  # τ = 3: parent 0 full, parent 1 has 2 free, parent 2 has 3
+    pick = _spare_parents(taken, 3, 3, 5, rng)
+    assert np.bincount(np.concatenate([taken, pick]), minlength=3).tolist() == [3, 3, 3]
+    pick = _spare_parents(taken, 3, 3, 7, rng)
+    counts = np.bincount(np.concatenate([taken, pick]), minlength=3)
+    assert counts.sum() == 11 and counts.min() >= 3

@@ -605,7 +605,8 @@ class FittedPrivLava:
             z = parents[m.spec.z1] * m.spec.k + parents[m.spec.z2]
             if fk.child not in rows:
                 rep(0.0, f"groups of {fk.child} per {fk.parent} (PrivLava §4.5)")
-                rows[fk.child], links[fk.name] = self._groups(m, z, scale, rng)
+                rows[fk.child], links[fk.name] = self._groups(m, z, scale, rng,
+                                                              self._capacity(fk, rows, public))
             else:
                 rep(0.0, f"matching {fk.child} to {fk.parent} (PrivLava Alg. 4 lines 9–14)")
                 links[fk.name] = self._match(m, z, rows[fk.child], rng)
@@ -666,16 +667,40 @@ class FittedPrivLava:
             out[a] = states[i].astype(np.int64)
         return out
 
-    def _groups(self, m: FKModel, z: np.ndarray, scale: float, rng: np.random.Generator
-                ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    def _capacity(self, fk: ForeignKey, rows: Mapping[str, Mapping[str, np.ndarray]],
+                  public: Mapping[str, EncodedTable]) -> int | None:
+        """The most ``fk.child`` rows its other non-nullable PrivLava FKs can take (parents × τ),
+        or None. The real (capped) child table fits under every cap, so clamping the noisy
+        count to this public bound is post-processing; without it the later generate-then-match
+        step (Alg. 4 lines 9–14) would leave the surplus without a parent in a non-nullable FK."""
+        out = None
+        for g in self.order:
+            if g.name == fk.name or g.child != fk.child or g.nullable or g.name not in self.models:
+                continue
+            if g.parent in rows:
+                n_par = len(next(iter(rows[g.parent].values()), ()))
+            elif g.parent in public:
+                n_par = public[g.parent].n_rows
+            else:
+                continue
+            c = n_par * int(self.models[g.name].spec.tau)
+            out = c if out is None else min(out, c)
+        return out
+
+    def _groups(self, m: FKModel, z: np.ndarray, scale: float, rng: np.random.Generator,
+                capacity: int | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """PrivLava §4.5: ``s ~ p_size(·|z)`` per parent, then ``s`` tuples from ``p_θ(·|z)``; plus the
-        null children drawn from ``p_θ`` marginalised over ``z``."""
+        null children drawn from ``p_θ`` marginalised over ``z``; at most ``capacity`` rows in all
+        (see :meth:`_capacity`)."""
         s = pgm.sample_categorical(m.state.p_size.T, z, rng) + m.spec.s_min
+        n_null = int(round(m.null_noisy * scale))
         target = int(round(max(m.n_noisy - m.null_noisy, 0.0) * scale))
+        if capacity is not None:
+            n_null = min(n_null, capacity)
+            target = min(target, capacity - n_null)
         s = _reconcile(s, target, z, m.state.p_size, m.spec.s_min, m.spec.tau, rng)
         parent = np.repeat(np.arange(len(z)), s)
         zz = z[parent]
-        n_null = int(round(m.null_noisy * scale))
         if n_null:
             zn = pgm.sample_categorical(pgm.model_marginal(m.state.model, (m.spec.z1, m.spec.z2))
                                         .reshape(1, -1), np.zeros(n_null, dtype=np.int64), rng)
@@ -705,7 +730,8 @@ class FittedPrivLava:
         parent = np.repeat(np.arange(len(z)), s)
         templates = self._draw(m, z[parent], rng)
         keep = np.setdiff1d(np.arange(n), null_rows)
-        if len(parent) < len(keep):  # more tuples than capacity: the surplus stays unmatched
+        nullable = self.schema.foreign_key(m.fk).nullable
+        if len(parent) < len(keep) and nullable:  # more tuples than capacity: the surplus stays unmatched
             warnings.warn(f"PrivLava {m.fk}: {len(keep) - len(parent):,} tuples exceed τ × parents; "
                           "they get a null FK", stacklevel=2)
         attrs = [a for a in m.child_attrs if a in existing]
@@ -715,7 +741,24 @@ class FittedPrivLava:
         out = np.full(n, -1, dtype=np.int64)
         ok = assign >= 0
         out[keep[ok]] = parent[assign[ok]]
+        if not nullable and (~ok).any():  # a non-nullable FK never gets a null: fill spare room
+            out[keep[~ok]] = _spare_parents(out[keep[ok]], len(z), m.spec.tau, int((~ok).sum()), rng)
+            warnings.warn(f"PrivLava {m.fk}: {int((~ok).sum()):,} tuples found no template; linked to "
+                          "parents with room under τ (or at random when none has room)", stacklevel=2)
         return out
+
+
+def _spare_parents(taken: np.ndarray, n_parents: int, tau: int, k: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """``k`` parent indices, each parent used at most up to ``τ`` children in all (``taken`` are the
+    links made already), uniformly among the free slots; at random among all parents for the
+    slots beyond ``n_parents·τ``."""
+    room = np.maximum(int(tau) - np.bincount(taken, minlength=n_parents), 0)
+    slots = np.repeat(np.arange(n_parents), room)
+    pick = rng.permutation(slots)[:k]
+    if len(pick) < k:
+        pick = np.concatenate([pick, rng.integers(0, n_parents, size=k - len(pick))])
+    return pick.astype(np.int64)
 
 
 def _latent_pairs(attrs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
