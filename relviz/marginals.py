@@ -13,7 +13,10 @@ This module provides
 
 * the workload enumeration in a fixed order and mixed-radix (C-order) cell codes;
 * marginals of an edge list by ``bincount`` (real data, a synthetic relation, selection scores);
-* the evaluation metric: the L1 error over all cross-table k-way workloads.
+* the evaluation metric: the L1 error over all cross-table k-way workloads, one workload at a
+  time; a workload with more than :data:`DENSE_CELL_BUDGET` cells (or far more cells than edges)
+  is counted sparsely (``np.unique`` over the occupied cells, a group-by count), never as a dense
+  array over the product of its domains (docs/evaluation.md §7.1, "Memory").
 
 It needs numpy only (no torch): the private reads (``relviz.privacy.measure``), the evaluation
 (``relviz.evaluate.crosstable``) and every relational method import it, as mbi keeps its marginal
@@ -31,16 +34,33 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "DENSE_CELL_BUDGET",
     "MarginalErrorReport",
     "Workload",
     "all_marginals",
     "cross_marginal_error",
+    "distribution_l1",
     "enumerate_workloads",
     "marginal_counts",
     "marginal_from_edges",
     "mixed_radix_codes",
+    "pair_cells",
+    "use_dense",
     "workload_codes",
 ]
+
+DENSE_CELL_BUDGET = 20_000_000
+"""Most cells a dense count array over a product of domains may have in the evaluation
+(2·10⁷ cells: 160 MB as float64; docs/evaluation.md, "Memory"). Above it — and whenever the cells
+outnumber the rows more than :data:`SPARSE_ROWS_FACTOR` times — the counts are sparse group-by
+counts over the occupied cells only (``np.unique`` on combined codes): O(rows) memory whatever
+the domains. Both paths give the same numbers (up to floating-point summation order)."""
+
+SPARSE_ROWS_FACTOR = 8
+"""A dense count array is used only while ``cells <= max(SPARSE_ROWS_FACTOR * rows, 2**16)``:
+beyond that most cells are empty and the sparse count is both smaller and faster."""
+
+_INT64_SAFE = 1 << 62  # combined codes stay below this (no int64 overflow)
 
 
 @dataclass(frozen=True)
@@ -271,6 +291,83 @@ def all_marginals(
     return out
 
 
+def use_dense(n_cells: int, n_rows: int, dense_budget: int | None = None) -> bool:
+    """Whether a count over ``n_cells`` cells of ``n_rows`` rows may be a dense array.
+
+    True when ``n_cells <= dense_budget`` (default :data:`DENSE_CELL_BUDGET`) and
+    ``n_cells <= max(SPARSE_ROWS_FACTOR * n_rows, 2**16)`` (docs/evaluation.md, "Memory").
+    """
+    budget = DENSE_CELL_BUDGET if dense_budget is None else int(dense_budget)
+    return n_cells <= budget and n_cells <= max(SPARSE_ROWS_FACTOR * int(n_rows), 1 << 16)
+
+
+def _compress(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Re-code two code vectors over the values that occur in either (``np.unique``): ``(a', b', n)``."""
+    uniq, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
+    inv = inv.astype(np.int64, copy=False).reshape(-1)
+    return inv[: a.size], inv[a.size:], int(uniq.size)
+
+
+def pair_cells(a_a: np.ndarray, b_a: np.ndarray, a_b: np.ndarray, b_b: np.ndarray,
+               n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Joint cell codes ``a * n_b + b`` of two samples, without int64 overflow.
+
+    Args:
+        a_a: ``(m_1,)`` first-factor codes of sample 1 (in ``0 … n_a − 1``).
+        b_a: ``(m_1,)`` second-factor codes of sample 1 (in ``0 … n_b − 1``).
+        a_b: ``(m_2,)`` first-factor codes of sample 2.
+        b_b: ``(m_2,)`` second-factor codes of sample 2.
+        n_a: Number of first-factor codes.
+        n_b: Number of second-factor codes.
+
+    Returns:
+        ``(cells_1, cells_2, n_cells)``: int64 codes and the size of their code space. When
+        ``n_a * n_b`` would reach 2⁶², each factor is first re-coded over its occurring values
+        (then ``n_cells`` is the product of the occurring counts, at most ``(m_1 + m_2)²``).
+    """
+    if n_a * n_b >= _INT64_SAFE:
+        a_a, a_b, n_a = _compress(a_a, a_b)
+        b_a, b_b, n_b = _compress(b_a, b_b)
+    a_a, b_a = a_a.astype(np.int64, copy=False), b_a.astype(np.int64, copy=False)
+    a_b, b_b = a_b.astype(np.int64, copy=False), b_b.astype(np.int64, copy=False)
+    return a_a * n_b + b_a, a_b * n_b + b_b, n_a * n_b
+
+
+def distribution_l1(cells_a: np.ndarray, cells_b: np.ndarray, n_cells: int, *,
+                    dense_budget: int | None = None) -> tuple[float, bool]:
+    """L1 distance ``Σ_c |p_a(c) − p_b(c)|`` of two samples of cell codes, each normalised by its
+    own size (twice the TVD; docs/evaluation.md §7.1 and §7.3).
+
+    Dense (one ``bincount`` of ``n_cells`` per side) when :func:`use_dense` allows it, else sparse:
+    ``np.unique`` over the occupied cells of both samples and a ``bincount`` over those, so memory
+    is O(``len(cells_a) + len(cells_b)``) whatever ``n_cells``. Cells empty on both sides add 0
+    either way, so both paths give the same value (up to summation order, ~1e-16).
+
+    Args:
+        cells_a: ``(m_a,)`` non-negative int codes in ``0 … n_cells − 1``.
+        cells_b: ``(m_b,)`` codes of the second sample.
+        n_cells: Size of the cell space (the product of the domains).
+        dense_budget: Largest dense array (cells); default :data:`DENSE_CELL_BUDGET`.
+
+    Returns:
+        ``(l1, sparse)``: the distance in [0, 2] and whether the sparse path was taken.
+
+    Raises:
+        ValueError: if either sample is empty.
+    """
+    m_a, m_b = int(cells_a.size), int(cells_b.size)
+    if m_a == 0 or m_b == 0:
+        raise ValueError("the L1 distance of two distributions needs two non-empty samples")
+    if use_dense(n_cells, m_a + m_b, dense_budget):
+        pa = np.bincount(cells_a, minlength=n_cells).astype(np.float64) / m_a
+        pb = np.bincount(cells_b, minlength=n_cells).astype(np.float64) / m_b
+        return float(np.abs(pa - pb).sum()), False
+    ia, ib, n = _compress(cells_a, cells_b)
+    pa = np.bincount(ia, minlength=n).astype(np.float64) / m_a
+    pb = np.bincount(ib, minlength=n).astype(np.float64) / m_b
+    return float(np.abs(pa - pb).sum()), True
+
+
 @dataclass(frozen=True)
 class MarginalErrorReport:
     """Result of :func:`cross_marginal_error` (docs/methods/biadjacency.md §7.1).
@@ -282,6 +379,8 @@ class MarginalErrorReport:
         average_pct: ``100 * average``.
         maximum_pct: ``100 * maximum``.
         workloads: The workloads evaluated.
+        sparse: ``(|W|,)`` bool: which workloads were counted sparsely (more cells than the dense
+            budget allows, see :func:`use_dense`).
     """
 
     per_workload: np.ndarray
@@ -290,6 +389,7 @@ class MarginalErrorReport:
     average_pct: float
     maximum_pct: float
     workloads: tuple[Workload, ...]
+    sparse: np.ndarray | None = None
 
 
 def cross_marginal_error(
@@ -304,6 +404,8 @@ def cross_marginal_error(
     domains1: Sequence[int],
     domains2: Sequence[int],
     k: int = 3,
+    *,
+    dense_budget: int | None = None,
 ) -> MarginalErrorReport:
     """Average and max L1 error over **all** cross-table k-way workloads
     (docs/methods/biadjacency.md §7.1).
@@ -324,6 +426,13 @@ def cross_marginal_error(
         domains1: Public domain sizes of table 1.
         domains2: Public domain sizes of table 2.
         k: Marginal order (3 in the bi-adjacency paper).
+        dense_budget: Largest dense count array per workload (cells); default
+            :data:`DENSE_CELL_BUDGET`. Workloads beyond it (or with far more cells than edges, see
+            :func:`use_dense`) are counted sparsely; the numbers are the same.
+
+    Memory: O(m · number of attribute subsets) for the cached side codes plus one workload's
+    counts at a time (at most ``dense_budget`` cells), never the sum over workloads of
+    ``C1_w · C2_w``, which exceeds 10⁹ cells on TPC-H with day-resolution dates.
 
     Returns:
         :class:`MarginalErrorReport`.
@@ -332,9 +441,25 @@ def cross_marginal_error(
         ValueError: on empty edge lists or codes outside the domains.
     """
     wls = enumerate_workloads(domains1, domains2, k)
-    real = all_marginals(real_codes1, real_codes2, real_e1, real_e2, wls)
-    syn = all_marginals(syn_codes1, syn_codes2, syn_e1, syn_e2, wls)
-    err = np.array([np.abs(p - q).sum() for p, q in zip(real, syn, strict=True)], dtype=np.float64)
+    e1r, e2r = _check_edges(real_e1, real_e2)
+    e1s, e2s = _check_edges(syn_e1, syn_e2)
+    _normaliser(len(e1r), None)
+    _normaliser(len(e1s), None)
+    # endpoint codes gathered once; side codes cached per attribute subset (as all_marginals)
+    t1r, t2r = np.asarray(real_codes1)[e1r], np.asarray(real_codes2)[e2r]
+    t1s, t2s = np.asarray(syn_codes1)[e1s], np.asarray(syn_codes2)[e2s]
+    cache1: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+    cache2: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+    err = np.empty(len(wls), dtype=np.float64)
+    sparse = np.zeros(len(wls), dtype=bool)
+    for i, wl in enumerate(wls):  # one workload at a time: never all marginals in memory
+        if wl.S1 not in cache1:
+            cache1[wl.S1] = (mixed_radix_codes(t1r, wl.S1, wl.dims1), mixed_radix_codes(t1s, wl.S1, wl.dims1))
+        if wl.S2 not in cache2:
+            cache2[wl.S2] = (mixed_radix_codes(t2r, wl.S2, wl.dims2), mixed_radix_codes(t2s, wl.S2, wl.dims2))
+        (ar, as_), (br, bs) = cache1[wl.S1], cache2[wl.S2]
+        cr, cs, n_cells = pair_cells(ar, br, as_, bs, wl.C1, wl.C2)
+        err[i], sparse[i] = distribution_l1(cr, cs, n_cells, dense_budget=dense_budget)
     avg = float(err.mean()) if err.size else 0.0
     mx = float(err.max()) if err.size else 0.0
-    return MarginalErrorReport(err, avg, mx, 100.0 * avg, 100.0 * mx, tuple(wls))
+    return MarginalErrorReport(err, avg, mx, 100.0 * avg, 100.0 * mx, tuple(wls), sparse)

@@ -7,7 +7,10 @@
   docs/evaluation.md §2 and §4 (categorical codes over the union of observed values with nulls as
   a category, or float values with NaN for nulls), gatherable through an FK join;
 * the pair scores themselves (CorrelationSimilarity, ContingencySimilarity, Cramér's V), one
-  implementation used by the within-table and the across-join properties.
+  implementation used by the within-table and the across-join properties. Contingency tables are
+  dense only up to :data:`relviz.marginals.DENSE_CELL_BUDGET` cells; above that (e.g. two
+  categoricals of several thousand values each) they are sparse group-by counts over the
+  occupied cells, with the same numbers (docs/evaluation.md, "Memory").
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from scipy.stats.contingency import association
 
 from relviz.database import Database
 from relviz.encoding import EncodedTable, encode_table
+from relviz.marginals import DENSE_CELL_BUDGET, distribution_l1, use_dense
 from relviz.progress import Progress
 from relviz.schema import Attribute, ForeignKey, Schema
 
@@ -260,26 +264,52 @@ def ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
 def contingency_counts(a: np.ndarray, b: np.ndarray, na: int, nb: int) -> np.ndarray:
     """``(na, nb)`` int64 contingency table of two code vectors (one ``bincount``).
 
+    Dense: for small tables only (the callers in this package go through :func:`contingency_tvd`
+    and :func:`cramers_v`, which switch to sparse counts above ``DENSE_CELL_BUDGET`` cells).
+
     Args:
         a: ``(n,)`` codes in ``0 … na − 1``.
         b: ``(n,)`` codes in ``0 … nb − 1``.
         na: Number of ``a`` codes.
         nb: Number of ``b`` codes.
+
+    Raises:
+        MemoryError: when ``na · nb`` exceeds ``DENSE_CELL_BUDGET`` (use the sparse functions).
     """
+    if na * nb > DENSE_CELL_BUDGET:
+        raise MemoryError(f"a dense {na} × {nb} contingency table exceeds DENSE_CELL_BUDGET = "
+                          f"{DENSE_CELL_BUDGET:,} cells; use contingency_tvd / cramers_v (sparse)")
     return np.bincount(a.astype(np.int64) * nb + b, minlength=na * nb).reshape(na, nb)
 
 
-def contingency_tvd(ra: np.ndarray, rb: np.ndarray, sa: np.ndarray, sb: np.ndarray, na: int, nb: int) -> float:
+def contingency_tvd(ra: np.ndarray, rb: np.ndarray, sa: np.ndarray, sb: np.ndarray, na: int, nb: int, *,
+                    dense_budget: int | None = None) -> float:
     """TVD of the 2-D contingency tables of real and synthetic codes (normalised by row counts).
+
+    Dense ``(na · nb)`` counts while they fit :data:`relviz.marginals.DENSE_CELL_BUDGET` (or
+    ``dense_budget``), else sparse counts over the occupied cells (same value;
+    :func:`relviz.marginals.distribution_l1`).
+
+    Args:
+        ra: ``(n_real,)`` real codes of the first column, in ``0 … na − 1``.
+        rb: ``(n_real,)`` real codes of the second column, in ``0 … nb − 1``.
+        sa: ``(n_syn,)`` synthetic codes of the first column.
+        sb: ``(n_syn,)`` synthetic codes of the second column.
+        na: Number of first-column codes.
+        nb: Number of second-column codes.
+        dense_budget: Largest dense table, in cells.
+
+    Returns:
+        TVD in [0, 1].
 
     Raises:
         ValueError: if either side has no rows.
     """
     if ra.size == 0 or sa.size == 0:
         raise ValueError("contingency similarity needs at least one real and one synthetic row")
-    pr = contingency_counts(ra, rb, na, nb).ravel() / ra.size
-    ps = contingency_counts(sa, sb, na, nb).ravel() / sa.size
-    return 0.5 * float(np.abs(pr - ps).sum())
+    cr = ra.astype(np.int64) * nb + rb
+    cs = sa.astype(np.int64) * nb + sb
+    return 0.5 * distribution_l1(cr, cs, na * nb, dense_budget=dense_budget)[0]
 
 
 def cramers_v_table(table: np.ndarray) -> float:
@@ -293,6 +323,44 @@ def cramers_v_table(table: np.ndarray) -> float:
     if t.sum() == 0 or min(t.shape) < 2:
         return math.nan
     return float(association(t.astype(np.int64), method="cramer"))
+
+
+def cramers_v(a: np.ndarray, b: np.ndarray, na: int, nb: int, *, dense_budget: int | None = None) -> float:
+    """Cramér's V of two code vectors (no continuity correction; docs/evaluation.md §2).
+
+    While the table may be dense (:func:`relviz.marginals.use_dense`: at most ``dense_budget``
+    cells, default :data:`relviz.marginals.DENSE_CELL_BUDGET`, and not far more cells than rows)
+    this is :func:`cramers_v_table` of the dense table (scipy's ``association``). Otherwise the same
+    statistic from sparse counts: with ``O`` the occupied cells, ``r``/``c`` the row/column sums
+    and ``n`` the rows, ``χ² = n · (Σ_O O_ij² / (r_i c_j) − 1)`` (the textbook identity
+    ``Σ (O − E)²/E = Σ O²/E − n``), ``V = √(χ² / (n · (min(k_r, k_c) − 1)))`` over the ``k_r``
+    non-empty rows and ``k_c`` non-empty columns; equal up to rounding (~1e-12, tested).
+
+    Args:
+        a: ``(n,)`` codes in ``0 … na − 1``.
+        b: ``(n,)`` codes in ``0 … nb − 1``.
+        na: Number of ``a`` codes.
+        nb: Number of ``b`` codes.
+        dense_budget: Largest dense table, in cells.
+
+    Returns:
+        V in [0, 1]; NaN with no rows or fewer than two non-empty rows or columns.
+    """
+    if use_dense(na * nb, a.size, DENSE_CELL_BUDGET if dense_budget is None else dense_budget):
+        return cramers_v_table(np.bincount(a.astype(np.int64) * nb + b, minlength=na * nb).reshape(na, nb))
+    n = int(a.size)
+    if n == 0:
+        return math.nan
+    r = np.bincount(a, minlength=na)
+    c = np.bincount(b, minlength=nb)
+    k = min(int((r > 0).sum()), int((c > 0).sum()))
+    if k < 2:
+        return math.nan
+    cells, counts = np.unique(a.astype(np.int64) * nb + b, return_counts=True)
+    o = counts.astype(np.float64)
+    s = float((o * o / (r[cells // nb].astype(np.float64) * c[cells % nb].astype(np.float64))).sum())
+    chi2 = max(n * (s - 1.0), 0.0)
+    return min(math.sqrt(chi2 / (n * (k - 1))), 1.0)
 
 
 def correlation_ratio(cats: np.ndarray, values: np.ndarray, n_codes: int, *,
@@ -346,7 +414,7 @@ def association_of(c1: PairColumn, c2: PairColumn, side: str) -> tuple[str, floa
             return "Pearson", math.nan
         return "Pearson", pearson(x, y)
     if not c1.continuous and not c2.continuous:
-        return "Cramér's V", cramers_v_table(contingency_counts(x, y, c1.n_codes, c2.n_codes))
+        return "Cramér's V", cramers_v(x, y, c1.n_codes, c2.n_codes)
     cat, num = (c1, c2) if c2.continuous else (c2, c1)
     key = f"value_stats:{side}"
     if key not in num._cache:
@@ -400,7 +468,7 @@ def pair_score(c1: PairColumn, c2: PairColumn) -> dict[str, Any]:
             out["Score"] = 1.0 - contingency_tvd(ra, rb, sa, sb, na, nb)
             ra, sa, na = c1.discrete("own_range")
             rb, sb, nb = c2.discrete("own_range")
-            v = cramers_v_table(contingency_counts(ra, rb, na, nb))
+            v = cramers_v(ra, rb, na, nb)
             out["Real Association"] = v
             meets = not math.isnan(v) and v > ASSOCIATION_THRESHOLD
             out["Meets Threshold?"] = meets

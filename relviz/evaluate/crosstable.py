@@ -14,7 +14,11 @@ only feeds it:
   row), table 1 = the first FK's parent;
 * codes are the public-domain codes of ``relviz.encoding``, held in the smallest unsigned dtype:
   the per-workload gathers then read ~8× less memory (nycflights13, 3 FKs, real + synthetic:
-  ~10 s with int64 codes, ~4 s with uint8).
+  ~10 s with int64 codes, ~4 s with uint8);
+* memory: one workload's counts at a time, dense only up to
+  :data:`relviz.marginals.DENSE_CELL_BUDGET` cells, else sparse group-by counts over the
+  occupied cells (same numbers); ``per_workload["Sparse"]`` and :attr:`CrossTableError.n_sparse`
+  say which (docs/evaluation.md, "Memory").
 
 An edge whose child or parent has no attributes, or without any k-way workload or edge, gets NaN
 with the reason.
@@ -63,10 +67,12 @@ class CrossTableError:
         n_workloads: Number of workloads.
         m_real: Real edges used.
         m_synthetic: Synthetic edges used.
-        per_workload: Frame ``Workload, Table 1 Attributes, Table 2 Attributes, Cells, Error``
-            in the order of docs/methods/biadjacency.md §2.1 (empty when not computed).
+        per_workload: Frame ``Workload, Table 1 Attributes, Table 2 Attributes, Cells, Error,
+            Sparse`` in the order of docs/methods/biadjacency.md §2.1 (empty when not computed);
+            ``Sparse`` marks the workloads counted sparsely (more cells than the dense budget).
         reason: Why the error is NaN ("" otherwise).
         seconds: Wall time of the computation.
+        n_sparse: Number of workloads counted sparsely.
     """
 
     name: str
@@ -81,6 +87,7 @@ class CrossTableError:
     per_workload: pd.DataFrame = field(repr=False)
     reason: str = ""
     seconds: float = 0.0
+    n_sparse: int = 0
 
     @property
     def average_pct(self) -> float:
@@ -98,11 +105,12 @@ class CrossTableError:
                 "average": self.average, "maximum": self.maximum, "average_pct": self.average_pct,
                 "maximum_pct": self.maximum_pct, "n_workloads": self.n_workloads,
                 "m_real": self.m_real, "m_synthetic": self.m_synthetic, "reason": self.reason,
-                "seconds": self.seconds}
+                "seconds": self.seconds, "n_sparse": self.n_sparse}
 
 
 def _empty(name: str, t1: str, t2: str, k: int, reason: str, m_real: int = 0, m_syn: int = 0) -> CrossTableError:
-    frame = pd.DataFrame(columns=["Workload", "Table 1 Attributes", "Table 2 Attributes", "Cells", "Error"])
+    frame = pd.DataFrame(columns=["Workload", "Table 1 Attributes", "Table 2 Attributes", "Cells", "Error",
+                                  "Sparse"])
     return CrossTableError(name, t1, t2, k, math.nan, math.nan, 0, m_real, m_syn, frame, reason)
 
 
@@ -122,6 +130,7 @@ def cross_table_error_codes(
     name: str = "",
     table1: str = "table1",
     table2: str = "table2",
+    dense_budget: int | None = None,
 ) -> CrossTableError:
     """Cross-table k-way error of a relation given as explicit edge lists (any relation type).
 
@@ -141,6 +150,8 @@ def cross_table_error_codes(
         name: Relation name.
         table1: Table-1 name (labels).
         table2: Table-2 name.
+        dense_budget: Largest dense count array per workload, in cells (default
+            :data:`relviz.marginals.DENSE_CELL_BUDGET`); larger workloads are counted sparsely.
 
     Returns:
         :class:`CrossTableError` (NaN with a reason when there is no workload or no edge).
@@ -164,16 +175,19 @@ def cross_table_error_codes(
         which = "real" if e1r.size == 0 else "synthetic"
         return _empty(name, table1, table2, k, f"no {which} edges", e1r.size, e1s.size)
     rep = cross_marginal_error(real_codes1, real_codes2, e1r, e2r, syn_codes1, syn_codes2, e1s, e2s,
-                               domains1, domains2, k)
+                               domains1, domains2, k, dense_budget=dense_budget)
     wls = rep.workloads
+    sparse = np.zeros(len(wls), dtype=bool) if rep.sparse is None else np.asarray(rep.sparse, dtype=bool)
     s1 = [", ".join(names1[i] for i in w.S1) for w in wls]
     s2 = [", ".join(names2[j] for j in w.S2) for w in wls]
     frame = pd.DataFrame({"Workload": [f"{a} × {b}" for a, b in zip(s1, s2)],
                           "Table 1 Attributes": s1, "Table 2 Attributes": s2,
                           "Cells": np.array([w.size for w in wls], dtype=np.int64),
-                          "Error": np.asarray(rep.per_workload, dtype=np.float64)})
+                          "Error": np.asarray(rep.per_workload, dtype=np.float64),
+                          "Sparse": sparse})
     return CrossTableError(name, table1, table2, k, float(rep.average), float(rep.maximum), len(wls),
-                           int(e1r.size), int(e1s.size), frame, "", time.perf_counter() - t0)
+                           int(e1r.size), int(e1s.size), frame, "", time.perf_counter() - t0,
+                           int(sparse.sum()))
 
 
 def _edges(db: Database, fk: ForeignKey) -> tuple[np.ndarray, np.ndarray]:
