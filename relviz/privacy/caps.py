@@ -24,6 +24,8 @@ through relviz's one accountant.
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -111,6 +113,18 @@ def dp_degree_cap(db: Database, fk: str, *, quantile: float = 0.95, rho: Fractio
     rho = Fraction(rho)
     schema = db.schema
     sens = quantile_sensitivity(schema, fk, quantile, hi)
+    parent = schema.table(schema.foreign_key(fk).parent)
+    if parent.public:  # public facts only: the parent's row count bounds the utility's spread
+        n_par = len(db.tables[parent.name])
+        ratio = em_epsilon(rho) * quantile * n_par / (2 * sens)  # log of the largest odds ratio
+        if ratio < math.log(hi - lo + 1):
+            warnings.warn(
+                f"DP cap of {fk}: mostly noise — the public parent {parent.name!r} has {n_par:,} "
+                f"rows, so any candidate in {lo}…{hi} is at most e^{ratio:.2f} times as likely as "
+                f"any other at ρ = {float(rho):.3g} (utility sensitivity {sens:g}); the cap will be "
+                "close to random, and the truncation it implies may drop most of the child rows. "
+                "Declare a public cap, or link FKs to public parents with a linker (PrivLava's "
+                "mixed mode, preset 'privlava-degree')", UserWarning, stacklevel=2)
     deg = np.minimum(Curator(db).foreign_key(fk).degrees(), hi)
     taus = np.arange(lo, hi + 1)
     below = np.searchsorted(np.sort(deg), taus, side="right")  # #{degree ≤ τ}

@@ -65,3 +65,34 @@ def test_schema_round_trips_cap_sources() -> None:
 
     assert Schema.from_dict(s.to_dict()).privacy_unit.cap_sources == {FK: {"how": "curator view"}}
     assert s.with_cap(FK, 4).privacy_unit.cap_sources == {}  # a declared cap replaces it
+
+
+def _public_parent_db(n_parents: int, per_parent: int = 50) -> Database:
+    import pandas as pd
+
+    from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
+
+    schema = Schema((Table("carriers", ("cid",), (Attribute.categorical("big", [0, 1]),), public=True),
+                     Table("trips", ("tid",), (Attribute.categorical("late", [0, 1]),))),
+                    (ForeignKey("trips", ("cid",), "carriers", ("cid",)),),
+                    PrivacyUnit(entity=None))
+    n = n_parents * per_parent
+    return Database(schema, {"carriers": pd.DataFrame({"cid": range(n_parents), "big": [0] * n_parents}),
+                             "trips": pd.DataFrame({"tid": range(n), "cid": np.arange(n) % n_parents,
+                                                    "late": [0] * n})})
+
+
+def test_noise_dominated_cap_of_a_small_public_parent_warns() -> None:
+    """Public facts only: with n public parents the quantile utility spans at most q·n, so any
+    candidate is at most e^{ε_EM·q·n/(2Δ)} times as likely as another. 16 parents, Δ = 2·32 + 1
+    (row unit), ρ = 10⁻³ (ε_EM ≈ 0.089): e^{0.011} ≪ 32 candidates → a warning naming the fix;
+    5,000 parents at ρ = 1 (ε_EM ≈ 2.8): e^{108} → none."""
+    import warnings
+
+    with pytest.warns(UserWarning, match=r"DP cap of trips.cid->carriers: mostly noise .*privlava-degree"):
+        dp_degree_cap(_public_parent_db(16), "trips.cid->carriers", quantile=0.99, rho=1e-3,
+                      candidates=(1, 32), rng=np.random.default_rng(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        dp_degree_cap(_public_parent_db(5000, 2), "trips.cid->carriers", quantile=0.99, rho=1.0,
+                      candidates=(1, 32), rng=np.random.default_rng(0))
