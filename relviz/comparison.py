@@ -12,7 +12,10 @@ databases and caches each result per selection, so a view can switch back and fo
   figure is drawn, so re-colouring never re-embeds (:func:`~relviz.evaluate.embed`, with a
   ``progress(fraction, message)`` callback);
 * 1-way frequencies per attribute, the 1-way TVD table, the SDMetrics-style
-  :class:`~relviz.evaluate.QualityReport` and relviz's :class:`~relviz.evaluate.RelationalReport`.
+  :class:`~relviz.evaluate.QualityReport` and relviz's :class:`~relviz.evaluate.RelationalReport`;
+* the single-table benchmark's measures per synthesised table (:meth:`Comparison.single_table`:
+  fidelity error, query error, ML efficacy of Chen, Li, Gong, McKenna & Wang, "Benchmarking
+  Differentially Private Tabular Data Synthesis", §8.3; docs/evaluation.md §7.3).
 
 Each key is computed once even when several threads ask for it at the same time.
 
@@ -40,6 +43,7 @@ import pandas as pd
 
 from relviz.database import Database
 from relviz.progress import Progress
+from relviz.schema import Table
 
 if TYPE_CHECKING:  # pragma: no cover
     import plotly.graph_objects as go
@@ -54,9 +58,43 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "Comparison",
+    "SINGLE_TABLE_IN_SAMPLE_NOTE",
+    "SINGLE_TABLE_MAX_QUERY_ROWS",
+    "SINGLE_TABLE_MAX_ROWS",
     "Selection",
+    "ml_target",
     "utility_summary",
 ]
+
+SINGLE_TABLE_MAX_ROWS = 20_000
+"""Rows per side (real, synthetic) that the ML efficacy of :meth:`Comparison.single_table` reads
+at most (a seeded uniform sample beyond it)."""
+
+SINGLE_TABLE_MAX_QUERY_ROWS = 100_000
+"""Rows per side that the query error of :meth:`Comparison.single_table` reads at most (1,000
+queries on 100,000 rows take ≈ 2 s on one core; on all 336,776 flights of nycflights13 ≈ 9 s)."""
+
+SINGLE_TABLE_QUERIES = 1000
+"""Random 3-attribute queries of the query error (the benchmark's 1,000)."""
+
+SINGLE_TABLE_IN_SAMPLE_NOTE = (
+    "ML efficacy here is in-sample: the synthesizer saw these test rows (a fixed 20 % of the real rows, "
+    "TRTR trained on the other 80 %, TSTR on the synthetic rows); benchmarks/single_table.py measures "
+    "against an untouched holdout.")
+"""What the ML efficacy of :meth:`Comparison.single_table` is (shown beside it wherever it is shown)."""
+
+
+def ml_target(table: Table) -> str | None:
+    """The ML-efficacy target of a table: its first categorical attribute with 2–20 declared
+    categories (a public rule: it reads only the schema), or ``None``.
+
+    Args:
+        table: The table's schema.
+    """
+    for a in table.attributes:
+        if a.kind == "categorical" and a.categories is not None and 2 <= len(a.categories) <= 20:
+            return str(a.name)
+    return None
 
 T = TypeVar("T")
 
@@ -283,6 +321,146 @@ class Comparison:
 
         return self._get(("relational",),
                          lambda: RelationalReport().generate(self.real, self.synthetic, progress=progress))
+
+    def single_table(self, progress: Progress | None = None, *, max_rows: int = SINGLE_TABLE_MAX_ROWS,
+                     max_query_rows: int = SINGLE_TABLE_MAX_QUERY_ROWS) -> pd.DataFrame:
+        """The single-table benchmark's measures, one row per synthesised table (curator view).
+
+        Chen, Li, Gong, McKenna & Wang, "Benchmarking Differentially Private Tabular Data
+        Synthesis", §8.3 (its three utility measures), with the functions of
+        :mod:`relviz.evaluate.single_table`; docs/evaluation.md §7.3. Tables: every private table of
+        the real schema with at least one attribute that both databases hold (public tables are
+        copied, not synthesised). Columns are the table's attributes (no key or FK column).
+
+        * ``Fidelity error``: mean 2-way TVD with the benchmark's 100-point binning
+          (:func:`~relviz.evaluate.single_table.fidelity_error`), on **every** row (bincounts:
+          0.4 s for nycflights13's 336,776 flights; a sample would add its own error, ≈ 0.13
+          between two samples of 20,000 flights); NaN with fewer than 2 attributes.
+        * ``Query error``: mean ``|q(syn) − q(real)|`` of 1,000 random 3-attribute range/point
+          queries, seed ``random_state`` (:func:`~relviz.evaluate.single_table.query_error`), on at
+          most ``max_query_rows`` rows per side; NaN with fewer than 3 attributes
+          (``query_error`` would narrow the queries instead, and the column would mix widths).
+        * ``Target``, ``TRTR macro-F1``, ``TSTR macro-F1``: ML efficacy
+          (:func:`~relviz.evaluate.single_table.ml_efficacy`, the mean macro-F1 of its RandomForest
+          and HistGradientBoosting) predicting :func:`ml_target` (the first categorical attribute
+          with 2–20 declared categories; none: NaN), on at most ``max_rows`` rows per side. The
+          test set is a fixed 20 % of those real rows
+          (:func:`~relviz.evaluate.single_table.holdout_split`, seed ``random_state``), TRTR is
+          trained on the other 80 %, TSTR on the synthetic rows. **In-sample**: the synthesizer saw
+          the test rows (:data:`SINGLE_TABLE_IN_SAMPLE_NOTE`), so a synthesizer that copies rows
+          can score TSTR above TRTR.
+
+        A side over a cap is read through a uniform sample of the cap's size (seeded by
+        ``random_state``), which the row's ``Note`` and ``frame.attrs["notes"]`` say. The inputs
+        are not modified.
+
+        Args:
+            progress: ``progress(fraction, message)``, called per table and measure while computing.
+            max_rows: Rows per side of the ML efficacy at most (20,000 by default).
+            max_query_rows: Rows per side of the query error at most (100,000 by default).
+
+        Returns:
+            Frame ``Table, Rows (real), Rows (synthetic), Fidelity error, Query error, Target,
+            TRTR macro-F1, TSTR macro-F1, Note`` (rows: the full table sizes; ``Note``: per-table
+            caveats); ``frame.attrs["notes"]`` holds the frame-wide notes (the in-sample caveat,
+            the target rule, the sampling caps when they applied).
+
+        Raises:
+            ValueError: for a cap under 10 rows.
+        """
+        if min(int(max_rows), int(max_query_rows)) < 10:
+            raise ValueError("max_rows and max_query_rows must be at least 10")
+        return self._get(("single_table", int(max_rows), int(max_query_rows)),
+                         lambda: self._single_table(progress, int(max_rows), int(max_query_rows)))
+
+    def _single_table(self, progress: Progress | None, max_rows: int, max_query_rows: int) -> pd.DataFrame:
+        from relviz.evaluate.single_table import fidelity_error, holdout_split, ml_efficacy, query_error
+
+        seed = int(self.random_state or 0)
+        tables = [t for t in self.real.schema.tables
+                  if t.attributes and not t.public and t.name in self.real and t.name in self.synthetic]
+        columns = ["Table", "Rows (real)", "Rows (synthetic)", "Fidelity error", "Query error", "Target",
+                   "TRTR macro-F1", "TSTR macro-F1", "Note"]
+        rows: list[dict[str, Any]] = []
+        sampled: dict[str, list[str]] = {"query": [], "ml": []}
+        nan = float("nan")
+
+        def step(i: int, k: int, what: str) -> None:
+            if progress is not None:
+                progress((i + k / 3) / len(tables), f"single-table benchmark: {tables[i].name} "
+                         f"({i + 1}/{len(tables)}), {what}")
+
+        for i, t in enumerate(tables):
+            step(i, 0, "fidelity error")
+            # the attribute columns only (no key or FK column): new frames, never views on the inputs
+            real_all, syn_all = self.real[t.name], self.synthetic[t.name]
+            attrs = [a for a in t.attribute_names if a in real_all.columns and a in syn_all.columns]
+            real_all, syn_all = real_all[attrs].reset_index(drop=True), syn_all[attrs].reset_index(drop=True)
+            notes: list[str] = []
+            if len(attrs) < len(t.attributes):
+                notes.append("attributes missing from a side left out: "
+                             + ", ".join(a for a in t.attribute_names if a not in attrs))
+            fid = qe = trtr = tstr = nan
+            if len(attrs) >= 2 and len(real_all) and len(syn_all):
+                fid = fidelity_error(real_all, syn_all, t, attributes=attrs).error
+            elif len(attrs) < 2:
+                notes.append("fidelity error needs 2 attributes (1-way TVD: Marginals tab)")
+            step(i, 1, "query error")
+            if len(attrs) >= 3 and len(real_all):
+                real, syn = self._cap(real_all, max_query_rows, 0), self._cap(syn_all, max_query_rows, 1)
+                if len(real) < len(real_all) or len(syn) < len(syn_all):
+                    sampled["query"].append(t.name)
+                    notes.append(f"query error on {len(real):,} real and {len(syn):,} synthetic sampled rows")
+                qe = query_error(real, syn, t, n_queries=SINGLE_TABLE_QUERIES, width=3, seed=seed,
+                                 attributes=attrs)
+            elif len(attrs) < 3:
+                notes.append("query error needs 3 attributes")
+            step(i, 2, "ML efficacy")
+            target = ml_target(t)
+            if target is not None and target not in attrs:
+                target = None
+            if target is None:
+                notes.append("no ML target (no categorical attribute with 2–20 categories)")
+            elif len(real_all) < 10 or not len(syn_all):
+                notes.append("too few rows for ML efficacy")
+            else:
+                real, syn = self._cap(real_all, max_rows, 2), self._cap(syn_all, max_rows, 3)
+                if len(real) < len(real_all) or len(syn) < len(syn_all):
+                    sampled["ml"].append(t.name)
+                    notes.append(f"ML efficacy on {len(real):,} real and {len(syn):,} synthetic sampled rows")
+                train, test = holdout_split(real, 0.2, seed=seed)
+                sub = Table(t.name, (), tuple(a for a in t.attributes if a.name in attrs))  # features: attrs
+                ml = ml_efficacy(train, test, syn, sub, target, seed=seed)
+                f1 = ml[ml["metric"] == "macro_f1"].groupby("setting")["value"].mean()
+                trtr, tstr = float(f1.get("TRTR", nan)), float(f1.get("TSTR", nan))
+                if math.isnan(trtr) or math.isnan(tstr):
+                    notes.append(f"{target}: one class only on a side, F1 undefined")
+            rows.append({"Table": t.name, "Rows (real)": len(real_all), "Rows (synthetic)": len(syn_all),
+                         "Fidelity error": fid, "Query error": qe, "Target": target or "",
+                         "TRTR macro-F1": trtr, "TSTR macro-F1": tstr, "Note": "; ".join(notes)})
+        if progress is not None:
+            progress(1.0, "single-table benchmark: done")
+        out = pd.DataFrame(rows, columns=columns)
+        notes_all = [
+            SINGLE_TABLE_IN_SAMPLE_NOTE,
+            "ML target: the first categorical attribute with 2–20 declared categories; macro-F1 is the mean "
+            "of a RandomForest and a HistGradientBoosting classifier.",
+        ]
+        for what, cap, label in (("query", max_query_rows, "the query error"), ("ml", max_rows, "the ML efficacy")):
+            if sampled[what]:
+                notes_all.append(f"Tables over {cap:,} rows on a side are read through a uniform sample of {cap:,} "
+                                 f"rows per side (seed {seed}) for {label}: {', '.join(sampled[what])}; two samples "
+                                 "differ by chance too, so even a copy does not score 0 there.")
+        out.attrs["notes"] = notes_all
+        return out
+
+    def _cap(self, df: pd.DataFrame, max_rows: int, stream: int) -> pd.DataFrame:
+        """At most ``max_rows`` rows of ``df``: itself, or a seeded uniform sample (a new frame)."""
+        if len(df) <= max_rows:
+            return df
+        rng = np.random.default_rng([int(self.random_state or 0), stream])
+        keep = np.sort(rng.choice(len(df), size=max_rows, replace=False))
+        return df.iloc[keep].reset_index(drop=True)
 
     def scores_figure(self, progress: Progress | None = None) -> go.Figure:
         """The quality report's properties on a fixed [0, 1] axis (average in the title)."""

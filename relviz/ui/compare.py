@@ -12,7 +12,10 @@ carries it as its subtitle). Real data are dark, synthetic data in the accent co
   selectable (2,000 rows per side by default, docs/evaluation.md §8), progress is shown while the
   map is computed, and each (selection, size) is computed once (re-colouring is free).
 * **Marginals** — 1-way bars per attribute, with each attribute's TVD.
-* **Scores** — the quality report's properties and relviz's cross-table errors per FK.
+* **Scores** — the quality report's properties, relviz's cross-table errors per FK, and the
+  single-table benchmark's measures per synthesised table (fidelity error, query error, ML
+  efficacy; Chen, Li, Gong, McKenna & Wang, "Benchmarking Differentially Private Tabular Data
+  Synthesis", §8.3; :meth:`~relviz.comparison.Comparison.single_table`, docs/evaluation.md §7.3).
 
 The banner names the run the synthetic data come from (:class:`RunOrigin`: attempt, ε, δ,
 methods) and says when degree caps removed real rows before synthesis (e.g. "ratings: 41 % of the
@@ -42,7 +45,12 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W
 import numpy as np
 
-from relviz.comparison import Comparison
+from relviz.comparison import (
+    SINGLE_TABLE_IN_SAMPLE_NOTE,
+    SINGLE_TABLE_MAX_QUERY_ROWS,
+    SINGLE_TABLE_MAX_ROWS,
+    Comparison,
+)
 from relviz.database import Database
 from relviz.privacy.measure import CURATOR_VIEW
 from relviz.ui._errors import error_html, guarded, log
@@ -304,6 +312,7 @@ class ComparePanel(W.VBox):
         self._mar_fig = FigureOutput()
         # Scores
         self._sc_info = W.HTML()
+        self._sc_single = W.HTML()
         self._sc_fig = FigureOutput()
         self._sc_fk = W.Dropdown(description="3-way error of", layout=lay, style=dd_style)
         self._sc_fk_fig = FigureOutput()
@@ -314,7 +323,7 @@ class ComparePanel(W.VBox):
                        (self._ts_bar, "tsne-progress"), (self._ts_info, "tsne-info"),
                        (self._ts_compute, "tsne-compute"),
                        (self._mar_table, "mar-table"), (self._mar_attr, "mar-attr"), (self._mar_info, "mar-info"),
-                       (self._sc_info, "sc-info"), (self._sc_fk, "sc-fk")):
+                       (self._sc_info, "sc-info"), (self._sc_single, "sc-single"), (self._sc_fk, "sc-fk")):
             w.add_class(f"relviz-cp-{cls}")
         for fig, name in ((self._deg_fig, "degrees"), (self._cor_fig, "correlations"), (self._ts_fig, "tsne"),
                           (self._mar_fig, "marginals"), (self._sc_fig, "scores"), (self._sc_fk_fig, "crosstable")):
@@ -334,7 +343,7 @@ class ComparePanel(W.VBox):
                     row(self._ts_compute, self._ts_bar, self._status["t-SNE"]), self._ts_info, self._ts_fig]),
             W.VBox([self._label("Marginals"), row(self._mar_table, self._mar_attr), self._status["Marginals"],
                     self._mar_info, self._mar_fig]),
-            W.VBox([self._label("Scores"), self._status["Scores"], self._sc_info, self._sc_fig,
+            W.VBox([self._label("Scores"), self._status["Scores"], self._sc_info, self._sc_single, self._sc_fig,
                     row(self._sc_fk), self._sc_fk_fig]),
         ]
         for name, page in zip(TABS, pages):
@@ -437,7 +446,7 @@ class ComparePanel(W.VBox):
             self._updating = False
         for fig in (self._deg_fig, self._cor_fig, self._ts_fig, self._mar_fig, self._sc_fig, self._sc_fk_fig):
             fig.clear()
-        for w in (self._deg_info, self._cor_info, self._ts_info, self._mar_info, self._sc_info):
+        for w in (self._deg_info, self._cor_info, self._ts_info, self._mar_info, self._sc_info, self._sc_single):
             w.value = ""
         self._banner.value = self._banner_html(cmp)
         self._dirty = set(range(len(TABS)))
@@ -709,7 +718,77 @@ class ComparePanel(W.VBox):
             self._sc_fk_fig.show(cmp.cross_table_figure(fk))
         else:
             self._sc_fk_fig.clear()
+        # the single-table benchmark, after the reports above (they show while it computes)
+        if not cmp.cached(("single_table", SINGLE_TABLE_MAX_ROWS, SINGLE_TABLE_MAX_QUERY_ROWS)):
+            self._sc_single.value = (f"<div class='relviz-cp-single-pending' style='{_SMALL};{_GREY}'><b>Single "
+                                     "tables (Chen et al. benchmark)</b>: computing…</div>")
+        try:
+            single = cmp.single_table(progress)
+        except Exception as e:  # the block says it failed; the error still reaches the status line
+            if gen == self._gen and not lane.superseded:
+                self._sc_single.value = (f"<div class='relviz-cp-single-failed' style='{_SMALL};{_GREY}'><b>Single "
+                                         f"tables (Chen et al. benchmark)</b>: failed ({html.escape(str(e))})</div>")
+            raise
+        if gen != self._gen or lane.superseded:
+            return
+        self._sc_single.value = single_table_html(single)
         self._done("Scores", gen)
+
+
+SINGLE_TABLE_TIPS = {
+    "table": "a synthesised (private) table; public tables are copied, not synthesised, so not scored",
+    "rows": "rows of the table, real / synthetic (all of them; the fidelity error reads every row, the query "
+            f"error at most {SINGLE_TABLE_MAX_QUERY_ROWS:,} and the ML efficacy at most {SINGLE_TABLE_MAX_ROWS:,} "
+            "sampled rows per side)",
+    "fidelity": "fidelity error: the total variation distance between the real and the synthetic distribution "
+                "of every pair of attributes (numeric ones in 100 bins), averaged over the pairs. 0 = the same "
+                "pair distributions, 1 = nothing in common; lower is better",
+    "query": "query error: 1,000 random questions such as 'what share of rows has 10 ≤ age ≤ 40, sex = F and "
+             "tenure = own?' (3 attributes each), answered on the real and the synthetic rows; the mean "
+             "difference of the answers (a share, 0–1); lower is better",
+    "target": "the attribute the models predict: the table's first categorical attribute with 2–20 categories",
+    "trtr": "TRTR (train real, test real): macro-F1 of models trained on 80 % of the real rows and tested on the "
+            "other 20 %: the reference. Macro-F1: the F1 score of each class, averaged (1 = perfect)",
+    "tstr": "TSTR (train synthetic, test real): macro-F1 of the same models trained on the synthetic rows and "
+            "tested on the same 20 % of real rows; closer to TRTR is better (above TRTR: the synthetic rows may "
+            "copy the test rows, which the synthesizer saw)",
+}
+"""The tooltips of the single-table block of the Scores tab (plain words)."""
+
+
+def single_table_html(df: Any) -> str:
+    """The Scores tab's "Single tables (Chen et al. benchmark)" block: an HTML table (class
+    ``relviz-cp-single``) of :meth:`~relviz.comparison.Comparison.single_table`'s frame, a
+    ``title=`` tooltip per column (:data:`SINGLE_TABLE_TIPS`), and its notes in grey (the
+    in-sample caveat first)."""
+    th = "style='text-align:left;padding-right:12px'"
+    td = "style='text-align:right;padding-right:12px'"
+
+    def head(label: str, tip: str) -> str:
+        return f"<th {th} title='{html.escape(SINGLE_TABLE_TIPS[tip], quote=True)}'>{label} {_HELP}</th>"
+
+    rows = "".join(
+        f"<tr data-table='{html.escape(str(r['Table']), quote=True)}'><td>{html.escape(str(r['Table']))}</td>"
+        f"<td {td}>{_num(r['Rows (real)'])} / {_num(r['Rows (synthetic)'])}</td>"
+        f"<td class='relviz-cp-single-fidelity' {td}>{_num(r['Fidelity error'])}</td>"
+        f"<td class='relviz-cp-single-query' {td}>{_num(r['Query error'])}</td>"
+        f"<td>{html.escape(str(r['Target'])) or '–'}</td>"
+        f"<td class='relviz-cp-single-trtr' {td}>{_num(r['TRTR macro-F1'])}</td>"
+        f"<td class='relviz-cp-single-tstr' {td}>{_num(r['TSTR macro-F1'])}</td>"
+        f"<td style='{_GREY};padding-left:10px;max-width:420px'>{html.escape(str(r['Note']))}</td></tr>"
+        for r in df.to_dict(orient="records"))
+    if not len(df):
+        rows = f"<tr><td colspan='8' style='{_GREY}'>no synthesised table with attributes</td></tr>"
+    notes = list(df.attrs.get("notes", [SINGLE_TABLE_IN_SAMPLE_NOTE]))
+    grey = "".join(f"<div>{html.escape(n)}</div>" for n in notes)
+    return (f"<div class='relviz-cp-single-block' style='{_SMALL};margin-top:8px'>"
+            "<b>Single tables (Chen et al. benchmark)</b> (per synthesised table: errors, lower is better; "
+            "ML efficacy, TSTR closer to TRTR is better)"
+            f"<table class='relviz-cp-single' style='font-size:11px;border-collapse:collapse'><tr>"
+            f"{head('table', 'table')}{head('rows real / synthetic', 'rows')}{head('fidelity error', 'fidelity')}"
+            f"{head('query error', 'query')}{head('target', 'target')}{head('TRTR macro-F1', 'trtr')}"
+            f"{head('TSTR macro-F1', 'tstr')}<th {th}></th></tr>{rows}</table>"
+            f"<div class='relviz-cp-single-note' style='{_GREY};max-width:900px'>{grey}</div></div>")
 
 
 def variant_notes(q: Any, tolerance: float = 0.005) -> dict[str, str]:
