@@ -114,6 +114,14 @@ class Settings:
             differentially private tabular data synthesis", §6.2): large workloads whose answers
             would be mostly noise are not chosen. The penalty is public (``C_w``, ``σ``), so the
             sensitivity and the cost are unchanged.
+        min_signal: Usefulness gate λ (relviz; the λ-usefulness of PrivLava, Cai, Xiao & Cormode,
+            SIGMOD 2023, §5, and PrivPetal): only workloads whose mean cell ``1/C_w`` is at least
+            ``λ`` times the mean absolute noise of one measurement, ``σ·√(2/π)``, are candidates;
+            with fewer candidates than ``K·T`` the iterations ``T`` (then ``K``) are reduced
+            (fewer, less noisy measurements: ``σ`` is recomputed), and with none the whole budget
+            goes to one measurement among the smallest workloads. The plan's ρ is always spent
+            exactly; a ledger note gives the counts. A public rule (``C_w``, ``σ``, ``m`` are
+            public or released). ``0`` turns it off. Measured: docs/methods/biadjacency.md.
         batch_slices: M:N only: optimise this many disjoint slices at once as one
             ``(S, s1, s2)`` tensor (§8; :mod:`relviz.relational.biadjacency.batched`). 1 is
             the reference mode; larger values pay off on an accelerator.
@@ -139,6 +147,7 @@ class Settings:
     slice_target: Literal["auto", "paper", "residual"] = "auto"
     residual_noise: float = 0.05
     selection: Literal["tv", "aim"] = "tv"
+    min_signal: float = 1.0
     batch_slices: int = 1
     warm_start: bool = False
     device: str = "auto"
@@ -165,6 +174,7 @@ class Settings:
              "slice_target: 'auto', 'paper' or 'residual'"),
             ("residual_noise", self.residual_noise >= 0, "residual_noise must be ≥ 0"),
             ("selection", self.selection in ("tv", "aim"), "selection: 'tv' or 'aim'"),
+            ("min_signal", self.min_signal >= 0, "min_signal must be ≥ 0"),
             ("batch_slices", int(self.batch_slices) == self.batch_slices and self.batch_slices >= 1,
              "batch_slices must be an integer ≥ 1"),
         ]
@@ -262,6 +272,30 @@ def calibrate(rho: Fraction | float, K: int, T: int, alpha: float, m: float, d: 
     return Calibration(rho_em, rho_gm, math.sqrt(2 * float(rho) / (K * T)),
                        em_epsilon(rho_em) / (2 * score_sens), score_sens, gm_sens,
                        gaussian_sigma(gm_sens, rho_gm))
+
+
+def useful_workloads(wls: list, rho: Fraction, K: int, T: int, settings: Settings, m: float,
+                     d: int) -> tuple[list, int, int]:
+    """``(candidates, K, T)`` under the usefulness gate of :class:`Settings` (``min_signal``):
+    the largest ``T' ≤ T`` for which at least ``K·T'`` workloads have ``C_w ≤ 1/(λ·σ(T')·√(2/π))``,
+    ``σ(T')`` being the normalised measurement's σ when ``ρ`` is split over ``K·T'`` calls
+    (:func:`calibrate`); with fewer than ``K`` such workloads at ``T' = 1``, ``K`` shrinks to
+    their number, and with none, ``(the smallest workloads, 1, 1)``. Public: sizes, ρ, ``m``, ``d``."""
+    lam = float(settings.min_signal)
+    sizes = np.array([w.size for w in wls], dtype=np.float64)
+    for t in range(T, 0, -1):
+        limit = 1.0 / (lam * calibrate(rho, K, t, settings.alpha, m, d).sigma * math.sqrt(2 / math.pi))
+        ok = [w for w, c in zip(wls, sizes) if c <= limit]
+        if len(ok) >= K * t:
+            return ok, K, t
+    for k in range(K - 1, 0, -1):
+        limit = 1.0 / (lam * calibrate(rho, k, 1, settings.alpha, m, d).sigma * math.sqrt(2 / math.pi))
+        ok = [w for w, c in zip(wls, sizes) if c <= limit]
+        if len(ok) >= k:
+            return ok, k, 1
+    # none is λ-useful even alone: the whole budget on one selection among the smallest workloads
+    # (the least noisy answer there is; the plan's ρ is still spent exactly)
+    return [w for w, c in zip(wls, sizes) if c == sizes.min()], 1, 1
 
 
 def schedule(n_workloads: int, settings: Settings) -> tuple[int, int]:
@@ -591,6 +625,13 @@ def learn_relation(
     n1s, n2s = syn1.shape[0], syn2.shape[0]
     wls = enumerate_workloads(dims1, dims2, s.k)
     K, T = schedule(len(wls), s)
+    if s.min_signal > 0 and T > 0 and m > 0:
+        n_all = len(wls)
+        wls, K, T = useful_workloads(wls, rho, K, T, s, float(m), int(d))
+        budget.accountant.notes.append(
+            f"bi-adjacency ({budget.component}): {len(wls)} of {n_all} cross-table workloads are "
+            f"candidates under the usefulness gate (λ = {s.min_signal:g}: mean cell ≥ λ·σ·√(2/π)); "
+            f"{K * T} measurements in {T} iterations")
     meas = Measurements(m=float(m), d=int(d))
     opt = _Optimiser(kind, syn1, syn2, s, rng, mask_diagonal, row_ids)
     e1, e2, parent = _initial(kind, n1s, n2s, m_syn, rng, mask_diagonal, initial)

@@ -3,6 +3,7 @@ noiseless end-to-end improvement over a random relation (docs/methods/biadjacenc
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -16,7 +17,13 @@ from relviz.privacy.accountant import Accountant, epsilon_from_rho, rho_closed_f
 from relviz.privacy.budget import Budget
 from relviz.privacy.sensitivity import multipliers
 from relviz.progress import silent
-from relviz.relational.biadjacency.algorithm import Settings, calibrate, learn_relation, schedule
+from relviz.relational.biadjacency.algorithm import (
+    Settings,
+    calibrate,
+    learn_relation,
+    schedule,
+    useful_workloads,
+)
 from relviz.relational.biadjacency.linker import sensitivity_constant
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 from relviz.synthesizer import RelationalSynthesizer
@@ -85,6 +92,8 @@ def test_ledger_split_and_total_are_exact() -> None:
     rho = rho_closed_form(1.0, 1e-5)
     res, acc, wls = _run_mn(x1, x2, e1, e2, rho, SMALL)
     K, T = schedule(len(wls), SMALL)
+    _, K, T = useful_workloads(wls, Fraction(rho), K, T, SMALL, float(len(e1)), 5)  # the λ gate
+    assert T >= 1
     em = sum((e.rho for e in acc.ledger if e.mechanism == "exponential"), Fraction(0))
     gm = sum((e.rho for e in acc.ledger if e.mechanism == "gaussian"), Fraction(0))
     alpha = Fraction("0.2")
@@ -264,3 +273,21 @@ def test_one_to_many_keeps_the_degrees_of_its_start() -> None:
     s2 = RelationalSynthesizer(plan2, random_state=0).fit(db)
     free = s2.links_[fk].parent
     assert np.sort(np.bincount(free[free >= 0], minlength=parent.n_rows)).tolist() != with_keep.tolist()
+
+
+def test_usefulness_gate_reduces_iterations_at_small_budgets() -> None:
+    """The λ gate (Settings.min_signal): every candidate has C_w ≤ 1/(λ·σ(T')·√(2/π)) for the σ
+    of the chosen split; a large ρ keeps the full schedule, a small one fewer iterations, a tiny
+    one a single measurement among the smallest workloads."""
+    wls = enumerate_workloads(D1, D2, 3)
+    K, T = schedule(len(wls), SMALL)
+    m, d = 2000.0, 5
+    for rho, expect in ((Fraction(1000), "full"), (Fraction(1, 100), "fewer"), (Fraction(1, 10**9), "one")):
+        cand, k, t = useful_workloads(wls, rho, K, T, SMALL, m, d)
+        sigma = calibrate(rho, k, t, SMALL.alpha, m, d).sigma
+        if expect == "one":
+            assert (k, t) == (1, 1) and {w.size for w in cand} == {min(w.size for w in wls)}
+            continue
+        assert all(w.size <= 1 / (sigma * math.sqrt(2 / math.pi)) for w in cand)
+        assert len(cand) >= k * t
+        assert (k, t) == (K, T) if expect == "full" else t < T
