@@ -19,16 +19,23 @@ page's width changes (a ``ResizeObserver`` on the page, debounced, that sends on
 >>> from relviz.pages import FitToPage, figure_output                    # doctest: +SKIP
 >>> out = figure_output(fig, height=450)          # an ipywidgets Output    # doctest: +SKIP
 >>> FitToPage()                                   # once on the page        # doctest: +SKIP
+
+The figures follow the page's light or dark theme: :class:`FitToPage` also tells Python the page's
+theme (as :class:`relviz.ui.theme.ThemeProbe` does), every figure is shown styled with
+:func:`relviz.plots.apply_theme`, and the page's figures are shown again when the theme changes.
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Any
 
 import anywidget
 import ipywidgets as W
 import traitlets
+
+from relviz.ui.theme import THEME_JS
 
 __all__ = ["FitToPage", "PageFigure", "figure_bundle", "figure_output"]
 
@@ -40,11 +47,15 @@ def figure_bundle(fig: Any, *, height: int) -> dict[str, Any]:
     """The display-data output of ``fig`` at the container's width and ``height`` px.
 
     The figure itself is not changed: the copy in the bundle gets ``autosize``, no ``width`` and
-    ``height``, and plotly's ``responsive`` configuration.
+    ``height``, plotly's ``responsive`` configuration, and the current theme
+    (:func:`relviz.plots.apply_theme`).
     """
+    import plotly.graph_objects as go
     import plotly.io as pio
 
-    spec = json.loads(pio.to_json(fig, validate=False))
+    from relviz.plots import apply_theme
+
+    spec = json.loads(pio.to_json(apply_theme(go.Figure(fig)), validate=False))
     layout = spec.setdefault("layout", {})
     layout.pop("width", None)
     layout.update(autosize=True, height=int(height))
@@ -69,10 +80,14 @@ class PageFigure(W.Output):
         self.add_class("relviz-page-figure")
         self.add_class(f"relviz-page-figure-h{self.height}")
         self.figure: Any = None
+        _SHOWN.add(self)
 
     def show(self, fig: Any) -> None:
         self.figure = fig
         self.outputs = (figure_bundle(fig, height=self.height),)
+
+
+_SHOWN: weakref.WeakSet[PageFigure] = weakref.WeakSet()  # restyled when the page's theme changes
 
 
 def figure_output(fig: Any, *, height: int = 450, **kwargs: Any) -> PageFigure:
@@ -82,7 +97,7 @@ def figure_output(fig: Any, *, height: int = 450, **kwargs: Any) -> PageFigure:
     return out
 
 
-_ESM = r"""
+_ESM = THEME_JS + r"""
 const STYLE_ID = "relviz-fit-to-page-style";
 
 function pinHeights(root) {
@@ -128,7 +143,10 @@ export default {
     const first = setTimeout(relayout, 300);
     model.set("ready", true);
     model.save_changes();
-    return () => { resized.disconnect(); added.disconnect(); clearTimeout(timer); clearTimeout(first); };
+    const stopTheme = watchTheme((theme) => {
+      if (model.get("theme") !== theme) { model.set("theme", theme); model.save_changes(); }
+    });
+    return () => { resized.disconnect(); added.disconnect(); clearTimeout(timer); clearTimeout(first); stopTheme(); };
   },
 };
 """
@@ -137,8 +155,22 @@ export default {
 class FitToPage(anywidget.AnyWidget):
     """Keeps the page's :class:`PageFigure` figures at the page's width and their own heights.
 
-    Place one anywhere on the page (it is invisible). ``ready`` turns ``True`` once the browser ran it.
+    Place one anywhere on the page (it is invisible). ``ready`` turns ``True`` once the browser ran it;
+    ``theme`` is the page's theme (``"light"``/``"dark"``; ``""`` before), told to :mod:`relviz.plots`,
+    and the page's figures are shown again in it when it changes.
     """
 
     _esm = _ESM
     ready = traitlets.Bool(False).tag(sync=True)
+    theme = traitlets.Unicode("").tag(sync=True)
+
+    @traitlets.observe("theme")
+    def _on_theme(self, change: dict[str, Any]) -> None:
+        if change["new"] not in ("light", "dark"):
+            return
+        from relviz import plots
+
+        plots._set_page_theme(change["new"])
+        for out in list(_SHOWN):
+            if out.figure is not None:
+                out.show(out.figure)

@@ -5,6 +5,15 @@ the accent colour (:data:`SYNTHETIC_COLOR`), legend "Real"/"Synthetic"; score ch
 [0, 1] axis with the average in the title. Every figure here is computed from real data, so every
 figure carries the subtitle :data:`CURATOR_VIEW` ("curator view (not private)", defined in
 :mod:`relviz.privacy.measure`): it is outside the DP guarantee and for the data curator only.
+
+Themes (JupyterLab's light and dark themes): every figure goes through :func:`apply_theme`, which
+follows :func:`set_theme` — ``"light"`` (plotly's white template, the original look), ``"dark"``
+(plotly's dark template on a transparent background; real data drawn light, :data:`REAL_COLOR_DARK`)
+or ``"auto"`` (the default). Python cannot see the page's theme, so ``"auto"`` is the light look on a
+transparent background with mid-grey gridlines, until a relviz panel (the Studio, the compare panel
+or a stakeholder page's :class:`~relviz.pages.FitToPage`) has reported the page's theme from the
+browser: from then on ``"auto"`` means that theme, and the panels restyle their figures when the
+theme changes. In a plain notebook in the dark theme, call ``relviz.plots.set_theme("dark")``.
 """
 
 from __future__ import annotations
@@ -31,12 +40,17 @@ __all__ = [
     "REAL_COLOR",
     "SOURCE_COLORS",
     "SYNTHETIC_COLOR",
+    "REAL_COLOR_DARK",
+    "apply_theme",
     "association_figure",
     "cross_table_figure",
     "degree_figure",
     "embedding_figure",
     "frequency_figure",
+    "get_theme",
+    "resolved_theme",
     "scores_figure",
+    "set_theme",
 ]
 
 REAL_COLOR = "#1f2937"  # slate-800: real data
@@ -47,9 +61,97 @@ METRIC_COLORS = {"KSComplement": REAL_COLOR, "TVComplement": "#64748b",
                  "CardinalityShapeSimilarity": REAL_COLOR}
 _FONT = {"family": "Inter, Helvetica, Arial, sans-serif", "size": 13}
 
+# -- themes ------------------------------------------------------------------------------------------
+Theme = Literal["auto", "light", "dark"]
+THEMES = ("auto", "light", "dark")
+REAL_COLOR_DARK = "#e2e8f0"  # slate-200: real data on a dark page
+TRANSPARENT = "rgba(0,0,0,0)"
+GRID_GREY = "rgba(128,128,128,0.2)"  # reads on white and on black
+_DARK_COLORS = {REAL_COLOR: REAL_COLOR_DARK}
+_state: dict[str, str | None] = {"theme": "auto", "page": None}
+
+
+def set_theme(theme: Theme) -> None:
+    """Theme of the figures made (and restyled by the panels) from now on.
+
+    Args:
+        theme: ``"light"``, ``"dark"`` or ``"auto"`` (default: the page's theme once a relviz panel
+            has reported it from the browser, else the light look on a transparent background).
+
+    Raises:
+        ValueError: for another value.
+    """
+    if theme not in THEMES:
+        raise ValueError(f"theme must be one of {THEMES}, not {theme!r}")
+    _state["theme"] = theme
+
+
+def get_theme() -> str:
+    """The theme set with :func:`set_theme` (``"auto"`` by default)."""
+    return str(_state["theme"])
+
+
+def _set_page_theme(theme: str | None) -> None:
+    """The page's theme as a relviz panel saw it in the browser (``"light"``/``"dark"``)."""
+    _state["page"] = theme if theme in ("light", "dark") else None
+
+
+def resolved_theme(theme: str | None = None) -> str:
+    """``theme`` (default: :func:`get_theme`) with ``"auto"`` replaced by the page's theme when known."""
+    t = theme or get_theme()
+    if t not in THEMES:
+        raise ValueError(f"theme must be one of {THEMES}, not {t!r}")
+    return (_state["page"] or "auto") if t == "auto" else t
+
+
+def _swap_colors(fig: go.Figure, mapping: dict[str, str]) -> None:
+    """Replace the trace and shape colours named in ``mapping`` (case-insensitive)."""
+    low = {k.lower(): v for k, v in mapping.items()}
+
+    def swap(obj: object, prop: str) -> None:
+        try:
+            c = getattr(obj, prop)
+        except AttributeError:
+            return
+        if isinstance(c, str) and c.lower() in low:
+            setattr(obj, prop, low[c.lower()])
+
+    for t in fig.data:
+        for part in ("marker", "line"):
+            if part in t:
+                swap(getattr(t, part), "color")
+    for shape in fig.layout.shapes or ():
+        swap(shape.line, "color")
+
+
+def apply_theme(fig: go.Figure, theme: str | None = None) -> go.Figure:
+    """Style ``fig`` (in place) for a theme; returns it.
+
+    ``"light"`` is plotly's white template (relviz's original look); ``"dark"`` plotly's dark
+    template on a transparent background, real data in :data:`REAL_COLOR_DARK`; ``"auto"`` with the
+    page's theme unknown (see :func:`resolved_theme`) the white template on a transparent background
+    with mid-grey gridlines. Sizes, margins, fonts' family and size are never changed, and a figure
+    can be restyled any number of times.
+
+    Args:
+        fig: A plotly figure.
+        theme: ``"light"``, ``"dark"``, ``"auto"``; ``None``: :func:`get_theme`.
+    """
+    t = resolved_theme(theme)
+    dark = t == "dark"
+    fig.layout.template = "plotly_dark" if dark else "plotly_white"
+    clear = t == "light"
+    fig.layout.paper_bgcolor = None if clear else TRANSPARENT
+    fig.layout.plot_bgcolor = None if clear else TRANSPARENT
+    grid = GRID_GREY if t == "auto" else None
+    fig.update_xaxes(gridcolor=grid, zerolinecolor=grid)
+    fig.update_yaxes(gridcolor=grid, zerolinecolor=grid)
+    _swap_colors(fig, _DARK_COLORS if dark else {v: k for k, v in _DARK_COLORS.items()})
+    return fig
+
 
 def _finish(fig: go.Figure, title: str, *, height: int | None = None) -> go.Figure:
-    """Title, curator-view subtitle, white template, legend at the bottom.
+    """Title, curator-view subtitle, the theme's template (:func:`apply_theme`), legend at the bottom.
 
     Sizing: no width (the figure takes its container's width; ``autosize``); a title longer than
     60 characters breaks before its first parenthesis (the numbers); the legend sits at
@@ -62,7 +164,7 @@ def _finish(fig: go.Figure, title: str, *, height: int | None = None) -> go.Figu
         title, top = f"{head}<br>({rest}", 105
     fig.update_layout(
         title={"text": title, "subtitle": {"text": CURATOR_VIEW}, "x": 0.0, "xanchor": "left"},
-        template="plotly_white", font=_FONT, autosize=True,
+        font=_FONT, autosize=True,
         legend={"orientation": "h", "x": 0.0, "xanchor": "left", "y": 0.0, "yanchor": "bottom",
                 "yref": "container"},
         margin={"t": top, "l": 60, "r": 30, "b": 70},
@@ -71,7 +173,7 @@ def _finish(fig: go.Figure, title: str, *, height: int | None = None) -> go.Figu
     fig.update_yaxes(automargin=True)
     if height:
         fig.update_layout(height=height)
-    return fig
+    return apply_theme(fig)
 
 
 def _tick_text(t: float) -> str:

@@ -96,3 +96,36 @@ def test_embedding_figure(kit) -> None:
     assert len(by_kind.data) >= 2
     with pytest.raises(ValueError):
         plots.embedding_figure(emb, color="nope")
+
+
+@pytest.fixture()
+def theme_reset():
+    yield
+    plots.set_theme("auto")
+    plots._set_page_theme(None)
+
+
+def test_themes_light_dark_auto(kit, theme_reset) -> None:
+    c = compare_degrees(kit.shop(), kit.shop(), kit.FK)
+    # "auto" with the page's theme unknown: the light look on a transparent background
+    fig = plots.degree_figure(c)
+    assert plots.get_theme() == "auto" and plots.resolved_theme() == "auto"
+    assert fig.layout.template.layout.font.color == "#2a3f5f"  # plotly_white
+    assert fig.layout.paper_bgcolor == fig.layout.plot_bgcolor == plots.TRANSPARENT
+    assert fig.layout.xaxis.gridcolor == plots.GRID_GREY and fig.data[0].marker.color == plots.REAL_COLOR
+    # "dark": plotly's dark template, transparent, real data light; reversible
+    plots.apply_theme(fig, "dark")
+    assert fig.layout.template.layout.font.color == "#f2f5fa" and fig.layout.paper_bgcolor == plots.TRANSPARENT
+    assert fig.data[0].marker.color == plots.REAL_COLOR_DARK and fig.data[1].marker.color == plots.SYNTHETIC_COLOR
+    plots.apply_theme(fig, "light")  # the original look: white template, no colours of its own
+    assert fig.layout.paper_bgcolor is None and fig.layout.plot_bgcolor is None
+    assert fig.layout.xaxis.gridcolor is None and fig.data[0].marker.color == plots.REAL_COLOR
+    assert fig.layout.template.layout.paper_bgcolor == "white"
+    # set_theme applies to new figures; "auto" follows the page's theme once a panel reported it
+    plots.set_theme("dark")
+    assert plots.degree_figure(c).data[0].marker.color == plots.REAL_COLOR_DARK
+    plots.set_theme("auto")
+    plots._set_page_theme("dark")
+    assert plots.resolved_theme() == "dark" and plots.resolved_theme("light") == "light"
+    with pytest.raises(ValueError):
+        plots.set_theme("sepia")  # type: ignore[arg-type]

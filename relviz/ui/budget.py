@@ -317,14 +317,14 @@ class BudgetPanel(W.VBox):
             if self._approach.value != approach:
                 self._approach.value = approach
             self._approach_text.value = (
-                f"<div class='relviz-bp-approach-line' style='{_SMALL};color:var(--jp-ui-font-color2)'>"
+                f"<div class='relviz-bp-approach-line' style='{_SMALL};color:var(--jp-ui-font-color2, #616161)'>"
                 f"{html.escape(d.approach_text(approach))}</div>")
             self._undo.disabled = not d.can_undo
             self._eps.value = plan.epsilon
             self._delta.value = f"{plan.delta:g}"
             s = d.summary()
             self._rho.value = (f"<span class='relviz-bp-rho-text'>&nbsp;→ ρ = <b>{s['rho']:.5g}</b> "
-                               f"<span style='color:var(--jp-ui-font-color2)'>via the "
+                               f"<span style='color:var(--jp-ui-font-color2, #616161)'>via the "
                                f"{html.escape(s['conversion_text'])}</span></span>")
             rows = d.rows()
             views = {v.name: v for v in rows}
@@ -345,24 +345,24 @@ class BudgetPanel(W.VBox):
             ok = total == 1
             self._sum.value = (
                 f"<div class='relviz-bp-sum-text' style='margin-top:4px'>Σ shares = <b>{total}</b> "
-                + ("<span style='color:var(--jp-success-color1)'>✓ exactly 1</span>" if ok else
-                   "<span style='color:var(--jp-error-color1)'>✗ not 1</span>")
-                + " <span style='color:var(--jp-ui-font-color2)'>(exact fractions; the boxes show them "
+                + ("<span style='color:var(--jp-success-color1, #388e3c)'>✓ exactly 1</span>" if ok else
+                   "<span style='color:var(--jp-error-color1, #d32f2f)'>✗ not 1</span>")
+                + " <span style='color:var(--jp-ui-font-color2, #616161)'>(exact fractions; the boxes show them "
                   "rounded)</span></div>")
             if result is not None:
-                color = "var(--jp-success-color1)" if result.ok else "var(--jp-error-color1)"
+                color = "var(--jp-success-color1, #388e3c)" if result.ok else "var(--jp-error-color1, #d32f2f)"
                 mark = "✓" if result.ok else "✗"
                 cls = "ok" if result.ok else "refused"
                 self._message.value = (f"<div class='relviz-bp-msg {cls}' style='color:{color}'>"
                                        f"{mark} {html.escape(result.message)}</div>")
             curator = [v.name for v in rows if v.n and CURATOR_VIEW in v.n_label]
             self._footnote.value = "" if not curator else (
-                f"<div class='relviz-bp-curator-note' style='{_SMALL};color:var(--jp-warn-color1)'>* sizes "
+                f"<div class='relviz-bp-curator-note' style='{_SMALL};color:var(--jp-warn-color1, #f57c00)'>* sizes "
                 f"marked * are read from the private data: <i>{CURATOR_VIEW}</i> (the noise σ is not; "
                 "give public row counts to avoid reading them)</div>")
             warnings = d.warnings()
             self._warnings.value = "" if not warnings else (
-                f"<div class='relviz-bp-warn' style='{_SMALL};color:var(--jp-warn-color1)'><b>Warnings</b>"
+                f"<div class='relviz-bp-warn' style='{_SMALL};color:var(--jp-warn-color1, #f57c00)'><b>Warnings</b>"
                 "<ul style='margin:2px 0'>"
                 + "".join(f"<li>{html.escape(w)}</li>" for w in warnings) + "</ul></div>")
         finally:
@@ -371,7 +371,7 @@ class BudgetPanel(W.VBox):
     @staticmethod
     def _info_html(v: NoisePreview) -> str:
         rho = f"ρ = {float(v.rho):.3g}"
-        grey = "color:var(--jp-ui-font-color2)"
+        grey = "color:var(--jp-ui-font-color2, #616161)"
         if v.sigma is None:
             note = html.escape(v.note or "σ unavailable")
             return f"<div style='{_SMALL}'>{rho}<br><span style='{grey}'>{note}</span></div>"
@@ -384,7 +384,7 @@ class BudgetPanel(W.VBox):
             lines = [f"<span class='relviz-bp-sigma'><b>σ = {_fmt(v.sigma)}</b> per cell</span> "
                      f"<span style='{grey}'>· {rho}</span>"]
         if v.error is not None and v.relative_error is not None and v.n:
-            color = "var(--jp-error-color1)" if v.warning else "var(--jp-ui-font-color1)"
+            color = "var(--jp-error-color1, #d32f2f)" if v.warning else "var(--jp-ui-font-color1, rgba(0,0,0,0.87))"
             what = "cell" if v.kind == "table" else "bin"
             star = "*" if CURATOR_VIEW in v.n_label else ""  # said once, under the rows
             mark = " ⚠" if v.warning else ""

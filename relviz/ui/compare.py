@@ -29,7 +29,10 @@ Figures are shown through ``ipywidgets.Output`` widgets holding plotly's MIME bu
 (``application/vnd.plotly.v1+json``, rendered by plotly's JupyterLab extension, also under Voila):
 the figures are fully interactive (zoom, pan, hover, legend toggles, PNG export) while plotly.js
 is loaded once per page. Heavy work runs in background threads, one per tab, each computing only
-the latest request; results land in the outputs from those threads.
+the latest request; results land in the outputs from those threads. The figures follow JupyterLab's
+light or dark theme: an invisible :class:`~relviz.ui.theme.ThemeProbe` tells Python the page's
+theme, and every figure shown is styled with :func:`relviz.plots.apply_theme` (restyled when the
+theme changes).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from relviz.comparison import (
 from relviz.database import Database
 from relviz.privacy.measure import CURATOR_VIEW
 from relviz.ui._errors import error_html, guarded, log
+from relviz.ui.theme import ThemeProbe
 
 if TYPE_CHECKING:  # pragma: no cover
     import plotly.graph_objects as go
@@ -173,8 +177,16 @@ class FigureOutput(W.Output):
         self.figure: go.Figure | None = None
 
     def show(self, fig: go.Figure) -> None:
-        self.figure = fig
+        """Show ``fig``, styled (in place) for the current theme (:func:`relviz.plots.apply_theme`)."""
+        from relviz.plots import apply_theme
+
+        self.figure = apply_theme(fig)
         self.outputs = (figure_bundle(fig),)
+
+    def restyle(self) -> None:
+        """Show the figure again in the current theme (after the page's theme changed)."""
+        if self.figure is not None:
+            self.show(self.figure)
 
     def clear(self) -> None:
         self.figure = None
@@ -259,7 +271,8 @@ class ComparePanel(W.VBox):
         self._lanes = {name: _Lane(name) for name in TABS}
         self._updating = False
         self._build(int(tsne_n))
-        super().__init__(children=[self._banner, self.tabs], **kwargs)
+        self._theme = ThemeProbe(on_change=self._on_theme)
+        super().__init__(children=[self._banner, self.tabs, self._theme], **kwargs)
         self.add_class("relviz-cp")
         if comparison is not None:
             self.set_comparison(comparison, origin=origin)
@@ -363,6 +376,13 @@ class ComparePanel(W.VBox):
         self._mar_attr.observe(lambda _: self._refresh("Marginals"), names="value")
         self._sc_fk.observe(lambda _: self._refresh("Scores"), names="value")
 
+    def _figures(self) -> tuple[FigureOutput, ...]:
+        return (self._deg_fig, self._cor_fig, self._ts_fig, self._mar_fig, self._sc_fig, self._sc_fk_fig)
+
+    def _on_theme(self, theme: str) -> None:
+        for out in self._figures():
+            out.restyle()
+
     @staticmethod
     def _label(what: str) -> W.HTML:
         w = W.HTML(f"<div class='relviz-cp-curator' style='{_SMALL};color:var(--jp-warn-color1, #e65100)'>"
@@ -392,7 +412,7 @@ class ComparePanel(W.VBox):
         source = (f" · <b class='relviz-cp-origin' data-epsilon='{o.epsilon:g}' data-attempt='{o.attempt or ''}'>"
                   f"{html.escape(o.label())}</b>" if o is not None else "")
         out = (f"<div style='{_SMALL}'><b style='font-size:14px'>Compare</b> — "
-               f"<span style='color:#1f2937;font-weight:600'>■ real</span> vs "
+               f"<span style='color:var(--relviz-real-color, #1f2937);font-weight:600'>■ real</span> vs "
                f"<span style='color:#0ea5a4;font-weight:600'>■ synthetic</span>{source} · {rows} · "
                f"<i style='color:var(--jp-warn-color1, #e65100)'>{CURATOR_VIEW}</i></div>")
         box = ("font-size:12px;line-height:1.4;padding:4px 8px;margin:4px 0;border-left:4px solid {c};"
