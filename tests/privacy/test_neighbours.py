@@ -359,20 +359,47 @@ def test_database_method_releases_within_declared_sensitivity(case: Case, method
 PETAL_PARAMS = dict(lam=1e-4, k=6, fit_iters=15, refit_iters=5, t1_picks=1, t1_iters=1, n_mrf=3)
 
 
-def _petal_schemas() -> list[Case]:
+def _petal_shop(nullable_depot: bool = False) -> Schema:
+    """regions (public) ← orders (entity) ← items → depots (public): a child with two FKs; the
+    second (to a public parent) nullable when ``nullable_depot``."""
     cat = lambda name, n: Attribute.categorical(name, [f"{name}{i}" for i in range(n)])  # noqa: E731
-    chain = household_schema()  # regions (public) → households (entity) → persons → trips
-    chain = chain.with_privacy_unit(PrivacyUnit(
-        "households", {**chain.privacy_unit.caps, "households.region->regions": 4}))
     climate = Attribute.categorical("climate", ["cold", "warm"])  # as public_frames() holds
     regions = Table("regions", ("region",), (climate,), public=True)
     depots = Table("depots", ("region",), (climate,), public=True)
     orders = Table("orders", ("oid",), (cat("prio", 2), cat("kind", 3)))
     items = Table("items", ("iid",), (cat("mode", 3), cat("qty", 2)))
     fks = (ForeignKey("orders", ("region",), "regions"), ForeignKey("items", ("oid",), "orders"),
-           ForeignKey("items", ("depot",), "depots", ("region",)))
-    shop = Schema((regions, depots, orders, items), fks, PrivacyUnit(
-        "orders", {fks[0].name: 4, fks[1].name: 2, fks[2].name: 8}), name="two FKs")
+           ForeignKey("items", ("depot",), "depots", ("region",), nullable=nullable_depot))
+    return Schema((regions, depots, orders, items), fks, PrivacyUnit(
+        "orders", {fks[0].name: 4, fks[1].name: 2, fks[2].name: 8}),
+        name="two FKs, the second nullable" if nullable_depot else "two FKs")
+
+
+def _petal_tuple(schema: Schema) -> Schema:
+    """``schema`` under the tuple unit proper (``entity=None``; :func:`tuple_unit` keeps an
+    entity, and an entity unit with ``neighbour="tuple"`` is still the entity unit)."""
+    return schema.with_privacy_unit(PrivacyUnit(None, dict(schema.privacy_unit.caps), neighbour="tuple"))
+
+
+def _petal_household_person_nullable() -> Schema:
+    """households (entity) ← persons with a nullable FK."""
+    hp = household_person_schema()
+    fk = hp.foreign_keys[0]
+    return Schema(tuple(hp.tables), (ForeignKey(fk.child, fk.columns, fk.parent, fk.parent_columns,
+                                                nullable=True),),
+                  hp.privacy_unit, name="household-person (nullable FK)")
+
+
+def _petal_schemas() -> list[Case]:
+    chain = household_schema()  # regions (public) → households (entity) → persons → trips
+    chain = chain.with_privacy_unit(PrivacyUnit(
+        "households", {**chain.privacy_unit.caps, "households.region->regions": 4}))
+    shop = _petal_shop()
+    fks = shop.foreign_keys
+    # nullable FKs (relviz's addition, docs/methods/privpetal.md §5.4): the null-children count
+    # has Δ_null = max(1, τ_m) under the entity unit and 1 under the tuple unit
+    hp_null = _petal_household_person_nullable()
+    shop_null = _petal_shop(nullable_depot=True)
     return [
         Case("petal-household-person-entity", household_person_schema(),
              dict(min_rows=2, max_rows=4, min_degree={"persons.hid->households": 1})),
@@ -380,8 +407,17 @@ def _petal_schemas() -> list[Case]:
              dict(min_rows=2, max_rows=4, min_degree={"persons.hid->households": 1})),
         Case("petal-two-fks-entity", shop, dict(min_rows=2, max_rows=4,
                                                 min_degree={fks[1].name: 1})),
-        Case("petal-household-person-tuple", tuple_unit(household_person_schema()),
+        Case("petal-household-person-tuple", _petal_tuple(household_person_schema()),
              dict(min_rows=2, max_rows=4, min_degree={"persons.hid->households": 1})),
+        # a null person depends on no household: Δ_null = 1 and the count never changes
+        Case("petal-nullable-household-person-entity", hp_null,
+             dict(min_rows=2, max_rows=4, min_degree={"persons.hid->households": 1})),
+        # one person moves between a household and null: the count changes by 1 = Δ_null
+        Case("petal-nullable-household-person-tuple", _petal_tuple(hp_null),
+             dict(min_rows=2, max_rows=4, min_degree={"persons.hid->households": 1})),
+        # removing an order removes up to 2 items with a null depot: Δ_null = x(e) = 2 (tight)
+        Case("petal-two-fks-nullable-second-entity", shop_null,
+             dict(min_rows=2, max_rows=4, min_degree={fks[1].name: 1})),
     ]
 
 
@@ -400,8 +436,9 @@ def test_privpetal_releases_within_declared_sensitivity(case: Case, data: st.Dat
     """Every PrivPetal release (Algorithm 1 lines 1–2, Algorithm 5, Algorithm 2 Phase B,
     Algorithm 3) stays within its declared Δ on every neighbour: removed groups (τ_r), groups
     that lose children under a public parent (τ_m), the cascade of a three-level chain, the two
-    FKs of one child, and the tuple unit. The reference fit must release NPMs and h-scores, so the
-    check is not vacuous."""
+    FKs of one child, the tuple unit, and the null-children count of a nullable FK (relviz's
+    addition). The reference fit must release NPMs and h-scores (and the null count where an FK is
+    nullable), so the check is not vacuous."""
     db = data.draw(databases(case.schema, **case.draw), label="database")
     seed = data.draw(st.integers(0, 2**32 - 1), label="neighbour seed")
     plan = _petal_plan(case.schema)
@@ -409,10 +446,70 @@ def test_privpetal_releases_within_declared_sensitivity(case: Case, data: st.Dat
     _, reference = record_fit(db, plan)
     labels = " | ".join(r.label for r in reference)
     assert "NPM {" in labels and "h-scores" in labels and "R-scores" in labels, labels
+    nullable = [fk for fk in case.schema.private_foreign_keys if fk.nullable]
+    assert sum(r.label == "relviz: children with a null FK" for r in reference) == len(nullable)
     violations = []
     for nb in nbrs:
         violations += compare_on_neighbour(reference, nb, plan)
     assert not violations, report(violations, f"{case.id} privpetal {db!r}")
+
+
+def _petal_null_worst_case(which: str) -> tuple[Plan, Any, list[Any]]:
+    """A fixed database and the neighbours that change PrivPetal's null-children count the most:
+    ``tuple``: one person moves from a household to null (change 1 = Δ_null); ``entity``: the
+    order whose two items (the cap) both have a null depot is removed (change 2 = x(e) = Δ_null)."""
+    import pandas as pd
+
+    from relviz.database import Database
+    from tests.privacy.neighbours import Neighbour, entity_neighbours
+
+    if which == "tuple":
+        schema = _petal_tuple(_petal_household_person_nullable())
+        hh = pd.DataFrame({"hid": [1, 2], "tenure": ["own", "rent"], "car": ["no", "yes"]})
+        pp = pd.DataFrame({"pid": [1, 2, 3, 4], "hid": pd.array([1, 1, 2, None], dtype="Int64"),
+                           "sex": ["F", "M", "F", "M"], "age": ["0-17", "18-64", "65+", "18-64"]})
+        db = Database(schema, {"households": hh, "persons": pp})
+        moved = pp.copy()
+        moved["hid"] = pd.array([1, None, 2, None], dtype="Int64")
+        nbrs = [Neighbour("persons row 2: household 1 → null", Database(schema, {"households": hh,
+                                                                               "persons": moved}))]
+    else:
+        schema = _petal_shop(nullable_depot=True)
+        frames = {t.name: pd.DataFrame({"region": ["N", "S", "E"], "climate": ["cold", "warm", "warm"]})
+                  for t in schema.tables if t.public}
+        frames["orders"] = pd.DataFrame({"oid": [1, 2], "region": ["N", "S"], "prio": ["prio0", "prio1"],
+                                         "kind": ["kind0", "kind2"]})
+        frames["items"] = pd.DataFrame({"iid": [1, 2, 3], "oid": [1, 1, 2],
+                                        "depot": pd.array([None, None, "E"], dtype=object),
+                                        "mode": ["mode0", "mode1", "mode2"], "qty": ["qty0", "qty1", "qty1"]})
+        db = Database(schema, frames)
+        nbrs = list(entity_neighbours(db))
+    return _petal_plan(schema), db, nbrs
+
+
+@pytest.mark.parametrize("which", ["tuple", "entity"])
+def test_privpetal_null_count_sensitivity_is_reached(monkeypatch: pytest.MonkeyPatch, which: str) -> None:
+    """The null-children count (relviz's nullable-FK addition) on the neighbours that change it
+    the most: within its declared Δ_null (1 under the tuple unit; x(e) = 2 for items with a null
+    depot under the orders entity), and the harness reports a violation once Δ_null is halved, so
+    the bound is reached (the random databases above need not reach it)."""
+    import dataclasses
+
+    from relviz.relational.privpetal import method as petal_method
+
+    plan, db, nbrs = _petal_null_worst_case(which)
+    _, reference = record_fit(db, plan)
+    null = [r for r in reference if r.label == "relviz: children with a null FK"]
+    assert len(null) == 1 and null[0].sensitivity == (1.0 if which == "tuple" else 2.0)
+    violations = [v for nb in nbrs for v in compare_on_neighbour(reference, nb, plan)]
+    assert not violations, report(violations, f"privpetal null count ({which})")
+    original = petal_method.fk_sensitivities
+    monkeypatch.setattr(petal_method, "fk_sensitivities", lambda *a, **k: dataclasses.replace(
+        original(*a, **k), null=original(*a, **k).null / 2))
+    _, halved = record_fit(db, plan)
+    violations = [v for nb in nbrs for v in compare_on_neighbour(halved, nb, plan)]
+    assert any("children with a null FK" in v.what and "L2 change" in v.what for v in violations), \
+        report(violations, f"privpetal null count ({which}), Δ_null halved")
 
 
 

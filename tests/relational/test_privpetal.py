@@ -6,7 +6,8 @@ B — sensitivities on every one-tuple deletion of tiny databases; C — account
 vectors, the worked example of §4.5, exact plan sums, ledger semantics, hygiene, determinism);
 D — the MRF engine (exact BP, junction trees, fitting, size-restricted models, sampling); E —
 algorithm components (NPM query post-processing, store, CFS, Phase A, attribute order, MERGE);
-F — end to end (integrity on toy schemas, near-noiseless sanity, ε monotonicity).
+F — end to end (integrity on toy schemas, near-noiseless sanity, ε monotonicity); N — nullable
+FKs (relviz's addition, docs §5.4: the null-children count, its accounting and the null rows).
 
 [P] = K. Cai, X. Xiao, Y. Yang, "PrivPetal: Relational Data Synthesis via Permutation
 Relations", SIGMOD 2025. Fits are few and small (module-scoped fixtures).
@@ -431,6 +432,25 @@ def test_C2_plan_spends_exactly_the_fk_budget(preset: str, h: int, a: int, o: in
         assert plan.rho_hsub == 0
 
 
+@pytest.mark.parametrize("preset", list(acc.PRESETS))
+@pytest.mark.parametrize(("h", "a", "o"), [(15, 17, 3), (6, 4, 1), (1, 5, 2), (1, 3, 1)])
+def test_C2_nullable_plan_spends_exactly_the_fk_budget(preset: str, h: int, a: int, o: int) -> None:
+    """C2 for a nullable FK (relviz's addition): the null-children count takes NULL_SHARE = 1/50
+    of the FK's ρ, [P]'s shares split the other 49/50 exactly as before, and the plan still sums
+    exactly (Fraction) to the FK's ρ; σ_null = Δ_null/√(2ρ_null)."""
+    rho = Fraction(3, 7)
+    sens = acc.FKSensitivity(1, 0, 1.0)
+    plan = acc.plan_fk(rho, h=h, a=a, N=6, o=o, sens=sens, preset=preset, nullable=True)
+    assert plan.planned() == rho and plan.rho == rho
+    assert plan.rho_null == rho * acc.NULL_SHARE == rho / 50
+    base = acc.plan_fk(rho * Fraction(49, 50), h=h, a=a, N=6, o=o, sens=sens, preset=preset)
+    for name in ("rho_n", "rho_R", "rho_hsub", "rho_isub", "rho_inter", "rho_intra", "rho_target"):
+        assert getattr(plan, name) == getattr(base, name), name
+    assert plan.sigma_null == pytest.approx(1.0 / math.sqrt(2 * float(rho / 50)), rel=1e-12)
+    plain = acc.plan_fk(rho, h=h, a=a, N=6, o=o, sens=sens, preset=preset)
+    assert plain.rho_null == 0 and math.isinf(plain.sigma_null) and plain.planned() == rho
+
+
 def test_C3_worked_accounting_example() -> None:
     """C3: the planner reproduces the table of spec §4.5 to 4 significant digits (census-like FK:
     h = 15, a = 17, N = 8, o = 3, Δ* = 1, ε = 3.2, δ = 1/1,690,642, ñ = 616,115, λ = 6, k = 400)."""
@@ -470,8 +490,13 @@ def test_C_sensitivities_from_the_enforced_caps() -> None:
     assert (got["lineitem.o->orders"].tau_r, got["lineitem.o->orders"].tau_m) == (1, 0)
     assert got["lineitem.ps->partsupp"].star == 14
     assert got["lineitem.ps->partsupp"].vec == pytest.approx(7 * math.sqrt(2))
+    # the null-children count (relviz's addition): max(1, τ_m) under the entity unit
+    assert got["orders.c->customer"].null == 1  # the child is the entity: only itself
+    assert got["lineitem.o->orders"].null == 1  # x(e) = 0: a null-order line item never changes
+    assert got["lineitem.ps->partsupp"].null == 7  # removed with its order: up to the cap
     t = s.with_privacy_unit(PrivacyUnit(None, dict(s.privacy_unit.caps), neighbour="tuple"))
     assert acc.fk_sensitivities(t, multipliers(t), t.foreign_key("lineitem.o->orders")).star == 4
+    assert acc.fk_sensitivities(t, multipliers(t), t.foreign_key("lineitem.o->orders")).null == 1
     r = s.with_privacy_unit(PrivacyUnit(None, dict(s.privacy_unit.caps)))
     assert acc.unit_problems(r) and acc.unit_problems(r)[0].kind == "unsupported_unit"
 
@@ -874,6 +899,21 @@ def shop_db(seed: int = 0, n_orders: int = 300) -> Database:
     return Database(schema, {"stores": stores, "products": products, "orders": orders, "items": items})
 
 
+def with_nullable(db: Database, fk_name: str, share: float, seed: int = 0) -> Database:
+    """``db`` with ``fk_name`` nullable and a random ``share`` of its children's FK set to null
+    (their attributes unchanged: null children distributed as the others)."""
+    s = db.schema
+    fk = s.foreign_key(fk_name)
+    nfk = ForeignKey(fk.child, fk.columns, fk.parent, fk.parent_columns, nullable=True, name=fk.name)
+    schema = Schema(tuple(s.tables), tuple(nfk if f.name == fk.name else f for f in s.foreign_keys),
+                    s.privacy_unit, s.name)
+    child = db[fk.child].copy()
+    null = np.random.default_rng(seed).random(len(child)) < share
+    for c in fk.columns:
+        child[c] = child[c].astype("Int64").mask(null)
+    return Database(schema, {**{t: db[t] for t in s.table_names}, fk.child: child})
+
+
 def fit_sample(db: Database, eps: float, seed: int = 0, **params) -> tuple:  # noqa: ANN003
     plan = Plan.default(db.schema, eps, 1e-6, method="privpetal")
     for e in plan.edges:
@@ -883,8 +923,8 @@ def fit_sample(db: Database, eps: float, seed: int = 0, **params) -> tuple:  # n
 
 
 def integrity(real: Database, syn: Database) -> None:
-    """F1 checks: unique primary keys, every FK value present in its parent, group sizes ≤ the
-    cap, every value inside its public domain, public tables released unchanged."""
+    """F1 checks: unique primary keys, every FK value present in its parent (null only where the
+    FK is nullable), group sizes ≤ the cap, every value inside its public domain, public tables released unchanged."""
     s = real.schema
     assert not syn.problems()
     for t in s.tables:
@@ -896,8 +936,8 @@ def integrity(real: Database, syn: Database) -> None:
             assert set(df[a.name].dropna().unique()) <= set(a.categories), (t.name, a.name)
     for fk in s.private_foreign_keys:
         idx = syn.parent_index(fk)
-        assert (idx >= 0).all()
-        deg = np.bincount(idx, minlength=len(syn[fk.parent]))
+        assert fk.nullable or (idx >= 0).all(), fk.name
+        deg = np.bincount(idx[idx >= 0], minlength=len(syn[fk.parent]))
         assert deg.max(initial=0) <= s.privacy_unit.caps[fk.name], fk.name
 
 
@@ -930,6 +970,18 @@ def test_F1_integrity_chain_and_two_fks(which: str) -> None:
         assert len(syn["stores"]) == 12  # the public parent is released whole, childless rows too
 
 
+def _release_kinds(p: acc.FKPlan) -> dict:
+    """Planned ρ of one release of each kind, by ledger label prefix (first match wins)."""
+    return {"Alg. 1 line 1": p.rho_n, "Alg. 1 line 2": p.rho_R,
+            "Alg. 5 (3)": p.rho_inter_query(), "Alg. 5 (4)": p.rho_intra_query(),
+            "Alg. 2 line 10": p.rho_npm_target(), "Alg. 2 line 8": p.rho_hround_target(),
+            "Alg. 5 (1) PrivMRF-sub on A_H, h-scores": p.hsub.rho_hround,
+            "Alg. 5 (1)": p.hsub.rho_query,
+            "Alg. 5 (2) PrivMRF-sub on {size} ∪ A_I, h-scores": p.isub.rho_hround,
+            "Alg. 5 (2)": p.isub.rho_query,
+            "relviz: children with a null FK": p.rho_null}
+
+
 def test_C4_ledger_semantics(household_fit) -> None:  # noqa: ANN001
     """C4: every release is labelled by its algorithm line; one charge per NPM key (cached keys
     and roll-ups are free); each release costs the planned per-release ρ of its kind; the realised
@@ -944,13 +996,7 @@ def test_C4_ledger_semantics(household_fit) -> None:  # noqa: ANN001
     fkobj = db.schema.foreign_key(fk)
     p, _, _ = method._fk_plan(db.schema, fkobj, Fraction(plan.rho_of(fk)), multipliers(db.schema))
     assert p.planned() == Fraction(plan.rho_of(fk))
-    kinds = {"Alg. 1 line 1": p.rho_n, "Alg. 1 line 2": p.rho_R,
-             "Alg. 5 (3)": p.rho_inter_query(), "Alg. 5 (4)": p.rho_intra_query(),
-             "Alg. 2 line 10": p.rho_npm_target(), "Alg. 2 line 8": p.rho_hround_target(),
-             "Alg. 5 (1) PrivMRF-sub on A_H, h-scores": p.hsub.rho_hround,
-             "Alg. 5 (1)": p.hsub.rho_query,
-             "Alg. 5 (2) PrivMRF-sub on {size} ∪ A_I, h-scores": p.isub.rho_hround,
-             "Alg. 5 (2)": p.isub.rho_query}
+    kinds = _release_kinds(p)
     for e in ledger:
         kind = next(k for k in kinds if e.label.startswith(k))
         assert e.rho == kinds[kind], e.label
@@ -966,6 +1012,102 @@ def test_C6_same_seed_same_database(household_fit) -> None:  # noqa: ANN001
         pd.testing.assert_frame_equal(syn[t], again[t])
     other = synth.sample(random_state=99)
     assert not syn["persons"].equals(other["persons"])
+
+
+# -- N. nullable FKs (relviz's addition, docs §5.4) --------------------------------------------------
+
+NULL_FK = "persons.hid->households"
+
+
+@pytest.fixture(scope="module")
+def nullable_fit():
+    """households ← persons with 20 % of the persons' FK null (distributed as the others), a
+    large ε (λ = 1) and the default iteration counts (the model of one individual that the null
+    rows are drawn from must be fitted to convergence for the attribute check)."""
+    db = with_nullable(household_db(800, seed=3), NULL_FK, 0.2, seed=4)
+    synth, syn, plan = fit_sample(db, 20.0, seed=5, lam=1.0, fit_iters=300, refit_iters=100)
+    return db, synth, syn, plan
+
+
+def test_N1_null_count_release_and_exact_plan(nullable_fit) -> None:  # noqa: ANN001
+    """N1: the fit releases the null-children count once, labelled "relviz: children with a null
+    FK", with the declared Δ_null (max(1, τ_m) = 1 here: a null person depends on no household)
+    and ρ = ρ_FK/50; every other release costs its planned per-release ρ (C4's kinds, on the
+    remaining 49/50); the plan sums exactly to the FK's ρ and the ledger stays within it."""
+    db, synth, _, plan = nullable_fit
+    rho = Fraction(plan.rho_of(NULL_FK))
+    method = synth.database_.method
+    p, _, _ = method._fk_plan(db.schema, db.schema.foreign_key(NULL_FK), rho, multipliers(db.schema))
+    assert p.planned() == rho and p.rho_null == rho / 50
+    null = [e for e in synth.ledger_ if e.label == "relviz: children with a null FK"]
+    assert len(null) == 1
+    assert null[0].sensitivity == p.sens.null == 1.0 and null[0].rho == p.rho_null
+    assert null[0].component == NULL_FK and null[0].sigma == pytest.approx(p.sigma_null, rel=1e-9)
+    kinds = _release_kinds(p)
+    for e in synth.ledger_:
+        kind = next(k for k in kinds if e.label.startswith(k))
+        assert e.rho == kinds[kind], e.label
+    assert synth.accountant_.spent(NULL_FK) <= rho
+
+
+def test_N2_null_rows_count_integrity_and_attributes(nullable_fit) -> None:  # noqa: ANN001
+    """N2: the synthetic persons hold round(ñ_null) rows with a null FK, ñ_null = n_null +
+    N(0, σ_null²): |synthetic − real| ≤ 4σ_null + 1 (a 4σ Gaussian tail, 6·10⁻⁵, plus the
+    rounding; the clamp at 0 only shrinks the gap); the output passes the integrity checks
+    (Database.validate included); the null rows' attributes follow the children's distribution:
+    total variation ≤ 0.1 on each attribute's 1-way marginal against all real persons (at ε = 20
+    the model's own error measured on 20,000 draws was ≤ 0.031; ~390 null rows add a sampling
+    error of about 0.03)."""
+    db, synth, syn, plan = nullable_fit
+    integrity(db, syn)
+    real_null = int(db["persons"]["hid"].isna().sum())
+    syn_null = syn["persons"]["hid"].isna()
+    sigma = next(e.sigma for e in synth.ledger_ if e.label == "relviz: children with a null FK")
+    assert 0 < real_null and abs(int(syn_null.sum()) - real_null) <= 4 * sigma + 1, \
+        (int(syn_null.sum()), real_null, sigma)
+    assert synth.database_.fits[NULL_FK].n_null == pytest.approx(synth.database_.totals["persons"]
+                                                                - synth.database_.fits[NULL_FK]
+                                                                .n_noisy @ np.arange(5))
+    rows = syn["persons"][syn_null.to_numpy()]
+    for a in ("age", "emp", "edu"):
+        want = db["persons"][a].value_counts(normalize=True)
+        got = rows[a].value_counts(normalize=True)
+        tvd = 0.5 * float(want.sub(got, fill_value=0).abs().sum())
+        assert tvd <= 0.1, (a, tvd)
+
+
+def test_N3_same_seed_same_database(nullable_fit) -> None:  # noqa: ANN001
+    """N3: the same seed gives identical tables (null rows included); another seed differs."""
+    _, synth, syn, _ = nullable_fit
+    again = synth.sample()
+    for t in syn.table_names:
+        pd.testing.assert_frame_equal(syn[t], again[t])
+    assert not syn["persons"].equals(synth.sample(random_state=7)["persons"])
+
+
+@pytest.mark.parametrize("which", ["items.product_id->products", "items.order_id->orders",
+                                   "both", "chain"])
+def test_N4_nullable_fk_in_merge_and_chain(which: str) -> None:
+    """N4: MERGE with a nullable FK (the second FK, to a public parent; the first FK, to the
+    private parent; both): null rows of either copy are ordinary rows, a row null in one FK gets a
+    parent (or a null where that FK is nullable) in the other, and the output passes the
+    integrity checks; in a chain, persons with a null household still get trips."""
+    if which == "chain":
+        db = with_nullable(chain_db(150, seed=4), "persons.hid->households", 0.25)
+    else:
+        db = shop_db()
+        for fk in (["items.product_id->products", "items.order_id->orders"] if which == "both"
+                   else [which]):
+            db = with_nullable(db, fk, 0.2, seed=len(fk))
+    synth, syn, plan = fit_sample(db, 20.0, seed=1, lam=1.0)
+    integrity(db, syn)
+    for fk in db.schema.private_foreign_keys:
+        nulls = int(syn.parent_index(fk).__lt__(0).sum())
+        assert (nulls > 0) == fk.nullable, (fk.name, nulls)
+    if which == "chain":
+        persons = syn["persons"]
+        null_pids = set(persons.loc[persons["hid"].isna(), "pid"])
+        assert null_pids and set(syn["trips"]["pid"]) & null_pids
 
 
 def _pair_pearson(db: Database, col: str) -> float:
@@ -1013,8 +1155,9 @@ def test_F3_error_falls_with_epsilon() -> None:
 
 def test_plan_registry_and_problems() -> None:
     """The method is registered; Plan.default makes one edge per private FK (and a table for a
-    private table in no FK); the row unit, missing caps, nullable FKs and oversized caps are plan
-    problems in words; noise_scales previews every σ without data."""
+    private table in no FK); the row unit, missing caps, self-referential FKs and oversized caps
+    are plan problems in words, a nullable FK is not (relviz's addition, docs §5.4: its preview
+    adds the σ of the null-children count); noise_scales previews every σ without data."""
     from relviz.relational import available_databases
 
     assert "privpetal" in available_databases()
@@ -1034,6 +1177,19 @@ def test_plan_registry_and_problems() -> None:
     big = s.with_privacy_unit(PrivacyUnit("households", {"persons.hid->households": 500}))
     assert any(p.kind == "cap_too_large" for p in plan.problems(big))
     assert standalone(chain_schema()) == []
+    nullable = with_nullable(db, "persons.hid->households", 0.2).schema
+    nplan = Plan.default(nullable, 1.0, 1e-6, method="privpetal")
+    assert not nplan.problems(nullable)
+    nsig = nplan.noise_preview(nullable)[0].sigmas
+    assert len(nsig) == 9 and nsig["relviz: children with a null FK σ"] > 0
+    assert nsig["Alg. 1 line 1 group sizes σ_n"] == pytest.approx(
+        sig["Alg. 1 line 1 group sizes σ_n"] * math.sqrt(50 / 49), rel=1e-12)
+    cat = lambda n, k: Attribute.categorical(n, list(range(k)))  # noqa: E731
+    selfref = Schema((Table("persons", ("pid",), (cat("age", 3),)),),
+                     (ForeignKey("persons", ("mother",), "persons", ("pid",), nullable=True),),
+                     PrivacyUnit("persons", {"persons.mother->persons": 2}))
+    assert any(p.kind == "unsupported_fk" and "self-referential" in p.message
+               for p in Plan.default(selfref, 1.0, 1e-6, method="privpetal").problems(selfref))
 
 
 def test_per_fk_parameters_and_cancel() -> None:

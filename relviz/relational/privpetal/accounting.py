@@ -45,6 +45,11 @@ one R-score (scalar)                       ``2(τ_r + 2·τ_m)``  ``2τ`` (Lemma
 (``τ_m = 0``). A vector of ``q`` scalar scores is released as one vector with L2 sensitivity
 ``√q·Δ``, which costs the same as ``q`` separate releases.
 
+**Nullable FKs (relviz's addition, not in [P]).** A child with a null FK belongs to no group: it is
+in no statistic above. One extra Gaussian release gives the number of such children, from a
+:data:`NULL_SHARE` of the FK's ρ taken before the split (so the plan still sums to the FK's ρ);
+its sensitivity ``Δ_null`` (:attr:`FKSensitivity.null`) is derived in :func:`fk_sensitivities`.
+
 A bare ``docs §N`` below is docs/methods/privpetal.md §N.
 """
 
@@ -60,12 +65,16 @@ from relviz.errors import Problem
 from relviz.privacy.sensitivity import Multipliers
 from relviz.schema import ForeignKey, Schema
 
-__all__ = ["Preset", "PRESETS", "FKSensitivity", "fk_sensitivities", "unit_problems",
+__all__ = ["Preset", "PRESETS", "NULL_SHARE", "FKSensitivity", "fk_sensitivities", "unit_problems",
            "q_rscores", "FKPlan", "plan_fk", "sub_plan", "schedule", "gamma_star", "budget_B",
            "epsilon_star", "gaussian_delta", "MEAN_ABS", "usefulness_limit"]
 
 MEAN_ABS = math.sqrt(2.0 / math.pi)
 """Mean absolute value of a standard normal."""
+
+NULL_SHARE = Fraction(1, 50)
+"""Share of a nullable FK's ρ spent on the number of children with a null FK (relviz's
+addition, as relviz's PrivLava; docs/methods/privpetal.md §5.4); the rest is split as [P] §5."""
 
 
 @dataclass(frozen=True)
@@ -127,10 +136,13 @@ class FKSensitivity:
         vec: L2 sensitivity of the group-size vector and of one NPM array, ``τ_r + √2·τ_m``.
         h: Sensitivity of one h-score, ``Δ* = τ_r + 2·τ_m``.
         r: Sensitivity of one R-score, ``2·Δ*``.
+        null: Sensitivity of the number of children with a null FK (a nullable FK only;
+            relviz's addition, derived in :func:`fk_sensitivities`).
     """
 
     tau_r: int
     tau_m: int
+    null: float = 1.0
 
     @property
     def star(self) -> int:
@@ -174,8 +186,19 @@ def fk_sensitivities(schema: Schema, mult: Multipliers, fk: ForeignKey) -> FKSen
     if probs:
         raise ValueError("; ".join(p.message for p in probs))
     if mult.tuple_unit:
-        return FKSensitivity(0, 2)
-    return FKSensitivity(int(mult.g_rem[fk.name]), int(mult.x[fk.name]))
+        # null count: one row of the child changes its own FK between null and a parent (±1); a
+        # row of the parent changes its values only, which no child's FK follows
+        return FKSensitivity(0, 2, 1.0)
+    tau_r, tau_m = int(mult.g_rem[fk.name]), int(mult.x[fk.name])
+    # null count, Δ_null = max(1, τ_m): under the entity unit a surviving child never changes its
+    # FK, so the count changes only by removed children whose FK is null. Such a child is not
+    # removed with its FK parent (it has none): it is the entity row itself (1), or it is removed
+    # through another FK of the child, and x(e) = τ_m bounds exactly the children removed other
+    # than with their e-parent (like the groups that survive but lose children, Δ*'s τ_m term;
+    # for a public parent x(e) = r(child) bounds every removed child). Never below 1, so the
+    # release always has noise (a valid bound: when x(e) = 0 and the child is not the entity, the
+    # count never changes).
+    return FKSensitivity(tau_r, tau_m, float(max(1, tau_m)))
 
 
 # -- planning ------------------------------------------------------------------------------------
@@ -258,6 +281,8 @@ class FKPlan:
         rho_hsub, rho_isub, rho_inter, rho_intra: ρ of the four initialisation parts.
         rho_target: ρ of one refining target (``b_j/2``).
         q_R: Number of base R-scores.
+        rho_null: ρ of the null-children count (a nullable FK: ``NULL_SHARE·ρ``, taken before
+            the split above; relviz's addition), else 0.
     """
 
     rho: Fraction
@@ -277,6 +302,7 @@ class FKPlan:
     rho_intra: Fraction
     rho_target: Fraction
     q_R: int  # noqa: N815
+    rho_null: Fraction = Fraction(0)
     hsub: SubPlan = field(repr=False, default=None)  # type: ignore[assignment]
     isub: SubPlan = field(repr=False, default=None)  # type: ignore[assignment]
 
@@ -309,6 +335,11 @@ class FKPlan:
             return math.inf
         return _sigma(self.sens.vec, self.t2, self.rho_target * self.f_M)
 
+    @property
+    def sigma_null(self) -> float:
+        """σ of the null-children count (∞ for a non-nullable FK)."""
+        return _sigma(self.sens.null, 1, self.rho_null) if self.rho_null else math.inf
+
     def sigma_h(self, k: int) -> float:
         """σ of each of ``k`` h-scores of one refining round (T2 rounds per target)."""
         if not self.J:
@@ -331,13 +362,16 @@ class FKPlan:
 
     def planned(self) -> Fraction:
         """Planned ρ of the whole run (equals ``rho`` exactly; docs §4, test C2)."""
-        return (self.rho_n + self.rho_R + self.rho_hsub + self.rho_isub + self.rho_inter
-                + self.rho_intra + self.rho_target * self.J)
+        return (self.rho_null + self.rho_n + self.rho_R + self.rho_hsub + self.rho_isub
+                + self.rho_inter + self.rho_intra + self.rho_target * self.J)
 
 
 def plan_fk(rho: Fraction, *, h: int, a: int, N: int, o: int, sens: FKSensitivity,  # noqa: N803
-            preset: Preset | str = "relviz") -> FKPlan:
+            preset: Preset | str = "relviz", nullable: bool = False) -> FKPlan:
     """Split one FK's ρ (docs/methods/privpetal.md §4.4; [P] §5, App. D).
+
+    A nullable FK first sets aside ``NULL_SHARE·ρ`` for the number of children with a null FK
+    (relviz's addition); the shares below split the rest.
 
     Args:
         rho: The FK's ρ (``B_FK = 2ρ``).
@@ -346,9 +380,12 @@ def plan_fk(rho: Fraction, *, h: int, a: int, N: int, o: int, sens: FKSensitivit
         N: Group-size cap; o: order of the permutation relations (``min(o, N)`` is used).
         sens: The FK's sensitivities.
         preset: A :data:`PRESETS` name or a :class:`Preset`.
+        nullable: The FK is nullable (a null-children count is planned).
     """
     p = PRESETS[preset] if isinstance(preset, str) else preset
-    rho = Fraction(rho)
+    full = Fraction(rho)
+    rho_null = full * NULL_SHARE if nullable else Fraction(0)
+    rho = full - rho_null
     o = max(1, min(o, N))
     J = (o * a if p.refine_targets == "first_o" else N * a) if a else 0  # noqa: N806
     w = {"h": Fraction(1) if h > 1 else Fraction(0), "i": Fraction(1) if a else Fraction(0),
@@ -363,9 +400,9 @@ def plan_fk(rho: Fraction, *, h: int, a: int, N: int, o: int, sens: FKSensitivit
     init = rho * p.f_init
     parts = {k: (init * v / total_w if total_w else Fraction(0)) for k, v in w.items()}
     rho_target = rho * p.f_refine / J if J else Fraction(0)
-    plan = FKPlan(rho, h, a, N, o, J, p.t2, p.f_M, sens, rho * p.f_n, rho * p.f_R if (h + a) > 1 else
+    plan = FKPlan(full, h, a, N, o, J, p.t2, p.f_M, sens, rho * p.f_n, rho * p.f_R if (h + a) > 1 else
                   Fraction(0), parts["h"], parts["i"], parts["inter"], parts["intra"], rho_target,
-                  q_rscores(h, a))
+                  q_rscores(h, a), rho_null)
     object.__setattr__(plan, "hsub", sub_plan(parts["h"], h, sens.vec))
     object.__setattr__(plan, "isub", sub_plan(parts["i"], a + 1, sens.vec))
     return plan

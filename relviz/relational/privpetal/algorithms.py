@@ -256,7 +256,14 @@ class Conditional:
 
 @dataclass
 class FKFit:
-    """Everything Algorithm 1 keeps for one FK (all differentially private)."""
+    """Everything Algorithm 1 keeps for one FK (all differentially private).
+
+    ``n_null`` and ``imodel`` serve relviz's nullable-FK addition (docs §5.4, not in [P]):
+    ``n_null`` is the noisy number of children with a null FK (clamped at 0; 0 for a non-nullable
+    FK), ``imodel`` the model of one individual that Algorithm 5 (2) fits (PrivMRF-sub on
+    ``{size} ∪ A_{I_1}``, sizes ``1…N``; None when the child has no attributes), from which
+    those children's attributes are drawn.
+    """
 
     fk: str
     n_noisy: np.ndarray
@@ -270,6 +277,8 @@ class FKFit:
     store_keys: int = 0
     queries: int = 0
     sampling: str = "rounded"
+    n_null: float = 0.0
+    imodel: Model | None = None
 
 
 # -- one FK ----------------------------------------------------------------------------------------
@@ -291,6 +300,7 @@ class _Run:
         # Alg. 5 steps (3)/(4) that released no NPM: {step: (usefulness limit L, cells of the
         # smallest candidate)}; reported by :meth:`run` (docs/methods/privpetal.md §7)
         self.starved: dict[str, tuple[float, int]] = {}
+        self.imodel: Model | None = None  # Alg. 5 (2)'s model of one individual (kept)
 
     # helpers ---------------------------------------------------------------------------------
     def rng(self, *tag: int | str) -> np.random.Generator:
@@ -453,8 +463,8 @@ class _Run:
             return hmodel
         self.rep(0.12, "Alg. 5 (2): PrivMRF-sub on size and one individual")
         if self.plan.rho_isub > 0:
-            self.privmrf_sub([SIZE] + ivars, self.plan.isub, 1, "(2) PrivMRF-sub on {size} ∪ A_I",
-                             ivars)
+            self.imodel = self.privmrf_sub([SIZE] + ivars, self.plan.isub, 1,
+                                           "(2) PrivMRF-sub on {size} ∪ A_I", ivars)
         self.rep(0.18, "Alg. 5 (3): inter-relational NPMs")
         rho_q = self.plan.rho_inter_query()
         if rho_q > 0 and hvars:
@@ -627,6 +637,12 @@ class _Run:
                                         label="Alg. 1 line 1: group sizes ñ_s",
                                         source=SOURCE + " Alg. 1 line 1")
         self.n_noisy = np.maximum(noisy, 0.0)
+        n_null = 0.0
+        if plan.rho_null > 0:  # a nullable FK: relviz's addition (docs §5.4), not in [P]
+            n_null = max(self.priv.release_null_count(
+                self.budget, rho=plan.rho_null, sensitivity=plan.sens.null,
+                label="relviz: children with a null FK",
+                source=SOURCE + " (relviz's nullable-FK addition)"), 0.0)
         sigma_n = plan.sigma_n
         self.store.put(((), ()), self.n_noisy.copy(), np.full(N + 1, sigma_n ** 2),
                        np.zeros(N + 1, dtype=bool), direct=True, provenance="group sizes", rollup=False)
@@ -682,7 +698,7 @@ class _Run:
                 "(docs/methods/privpetal.md §7)", UserWarning, stacklevel=2)
         return FKFit(self.fk, self.n_noisy, [SIZE] + [("H", k) for k in range(h1)], self.hdom,
                      self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
-                     p.sampling)
+                     p.sampling, n_null, self.imodel)
 
 
 def _vars(key: Key) -> list[Var]:

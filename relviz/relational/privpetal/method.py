@@ -21,6 +21,15 @@ SIGMOD 2025 ([P]), documented in docs/methods/privpetal.md:
   FKs from its partners; unmatched rows draw a referenced tuple ∝ its synthesised group size among
   those still below the cap (so no group exceeds its cap, [P] §4.4 output integrity).
 
+**Nullable FKs** (relviz's addition, not in [P]; docs §5.4, as relviz's PrivLava): children
+with a null FK belong to no group, so they are left out of the flattened relation and of every
+statistic of Algorithms 1–5; one extra Gaussian release (``NULL_SHARE`` of the FK's ρ,
+:mod:`~relviz.relational.privpetal.accounting`) gives their noisy number, and sampling adds that
+many child rows with a null FK, their attributes drawn from Algorithm 5 (2)'s model of one
+individual tilted by ``size`` (a random child rather than a member of a random group; no new
+private read). In MERGE these rows are ordinary rows of their copy: a row of the first copy takes
+another FK from its partner (a parent, or null when the partner is one of that FK's null rows).
+
 relviz's choices (docs §5): attributes with more than ``split_above`` codes are modelled as
 ``(v div 10, v mod 10)`` with the public quotient domain and clipped on recombination (docs §3.1,
 §8 D13); a public referenced relation's attributes include those of its public parents up to
@@ -282,9 +291,6 @@ class PrivPetal(Params):
             if fk.self_referential:
                 out.append(Problem("unsupported_fk", "PrivPetal needs an acyclic FK graph; a "
                                    "self-referential FK is a cycle", column=fk.name))
-            if fk.nullable:
-                out.append(Problem("unsupported_fk", "PrivPetal's flattened relation needs every "
-                                   "child in a group: the FK must be non-nullable", column=fk.name))
             cap = unit.caps.get(fk.name) if unit is not None else None
             if unit is not None and cap is None:
                 out.append(Problem("missing_cap", "PrivPetal needs a public group-size cap N on "
@@ -310,14 +316,15 @@ class PrivPetal(Params):
         cap = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
         sens = fk_sensitivities(schema, mult, fk)
         return plan_fk(Fraction(rho), h=len(henc.names) + 1, a=len(ienc.names), N=cap,
-                       o=self.order, sens=sens, preset=self.preset), henc, ienc
+                       o=self.order, sens=sens, preset=self.preset,
+                       nullable=fk.nullable), henc, ienc
 
     def noise_scales(self, schema: Schema, component: Any, rho: Fraction | float, *,
                      multipliers: Multipliers, components: tuple[Any, ...] = ()) -> dict[str, float]:
         """σ of every planned release of one component (public: schema, caps, ρ): for an FK,
         Algorithm 1's ``σ_n``, ``σ_R``, the two PrivMRF-sub ``σ``, ``σ_inter``, ``σ_intra``,
-        ``σ_M`` and ``σ_h`` (with ``k`` candidates) of docs §4.3; for a stand-alone table, its
-        mechanism's."""
+        ``σ_M`` and ``σ_h`` (with ``k`` candidates) of docs §4.3, and for a nullable FK the σ of
+        the null-children count (relviz's addition); for a stand-alone table, its mechanism's."""
         rho = Fraction(rho)
         if component.kind == "table":
             from relviz.single import get as get_mechanism
@@ -336,7 +343,8 @@ class PrivPetal(Params):
                "Alg. 5 (3) inter-relational NPMs σ_inter": plan.sigma_inter,
                "Alg. 5 (4) intra-group NPMs σ_intra": plan.sigma_intra,
                "Alg. 2 line 10 new NPMs σ_M": plan.sigma_M,
-               f"Alg. 2 line 8 h-scores σ_h (k = {me.k})": plan.sigma_h(me.k)}
+               f"Alg. 2 line 8 h-scores σ_h (k = {me.k})": plan.sigma_h(me.k),
+               "relviz: children with a null FK σ": plan.sigma_null}
         return {k: v for k, v in out.items() if math.isfinite(v)}
 
     # -- fit: Algorithm 4 ----------------------------------------------------------------------
@@ -441,7 +449,7 @@ class FittedPrivPetal:
         for rel in relations(self.schema):
             fk = fk_order(self.schema, rel)[0]
             f = self.fits[fk.name]
-            tot[rel] = float((np.arange(f.N + 1) * f.n_noisy).sum())
+            tot[rel] = float((np.arange(f.N + 1) * f.n_noisy).sum()) + f.n_null
             if not self.schema.table(fk.parent).public and fk.parent not in tot:
                 tot[fk.parent] = float(f.n_noisy.sum())
         self.totals = tot
@@ -487,6 +495,11 @@ class FittedPrivPetal:
                 if new:
                     rows[fk.parent] = pcodes[perm]
                 child, parent = _decompose(cols, size, perm, f)
+                if fk.nullable:  # relviz's addition (docs §5.4): children with a null FK
+                    n_null = int(round(f.n_null * scale))
+                    child = np.concatenate([child, _null_children(f, n_null, rng, rounded)])
+                    parent = np.concatenate([parent, np.full(n_null, -1, dtype=np.int64)])
+                    rep(0.95, f"{n_null:,} {fk.child} rows with a null {fk.name}")
                 copies.append((fk, child, parent, len(size)))
                 rep(1.0, f"{len(child):,} {fk.child} rows in {len(size):,} groups")
             rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(rel.encode()), 7])
@@ -526,6 +539,22 @@ class FittedPrivPetal:
                                             cond.dom[cond.target], rng, rounded)
             cols[cond.target] = col
         return cols
+
+
+def _null_children(f: FKFit, n: int, rng: np.random.Generator, rounded: bool) -> np.ndarray:
+    """Attributes ``(n, a)`` of ``n`` children with a null FK (relviz's addition, docs §5.4):
+    ancestral draws from Algorithm 5 (2)'s model of one individual (PrivMRF-sub on
+    ``{size} ∪ A_{I_1}``, sizes ``1…N``) tilted by the size, i.e. the attributes of a random child
+    of the groups (a slice of an NPM gives each group mass 1, so ``s·M_{S,s}`` counts the children
+    of size-``s`` groups), ``size`` then dropped. Post-processing of the fit: no private read."""
+    a = len(f.idom)
+    if n <= 0 or not a:
+        return np.zeros((max(n, 0), a), dtype=np.int64)
+    if f.imodel is None:  # no individual model was fitted (no budget for it): uniform
+        return np.stack([rng.integers(0, d, size=n) for d in f.idom], axis=1).astype(np.int64)
+    draw = f.imodel.tilted(SIZE, np.arange(1, f.imodel.dom[SIZE] + 1)).sample_all(
+        n, rng, rounded=rounded)
+    return np.stack([np.asarray(draw[("I", 1, k)]) for k in range(a)], axis=1).astype(np.int64)
 
 
 def _group_ids(codes: Mapping, vars_: list, dom: Mapping) -> np.ndarray:
@@ -585,22 +614,26 @@ def _decompose(cols: Mapping, size: np.ndarray, perm: np.ndarray, f: FKFit
 
 def _merge(copies: list, fits: Mapping[str, FKFit], rng: np.random.Generator
            ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """MERGE (docs §3.10) of the copies of one relation, the first kept whole."""
+    """MERGE (docs §3.10) of the copies of one relation, the first kept whole. A copy of a
+    nullable FK holds its null rows (link ``-1``) like any other: a row of the first copy keeps
+    its own null, and takes a null in another FK when its partner is one of that FK's null rows
+    (relviz's nullable-FK addition, docs §5.4); unmatched rows draw a parent with room."""
     fk1, base, link1, _ = copies[0]
     order = rng.permutation(len(base))
     base, link1 = base[order], link1[order]
     out = {fk1.name: link1}
+    unmatched = -2
     for fk, other, link, n_par in copies[1:]:
         perm = rng.permutation(len(other))
         other, link = other[perm], link[perm]
-        sizes_syn = np.bincount(link, minlength=n_par).astype(np.float64)
+        sizes_syn = np.bincount(link[link >= 0], minlength=n_par).astype(np.float64)
         if len(other) > len(base):
             other, link = other[: len(base)], link[: len(base)]
         ix, iy = match(base, other, rng)
-        fk2 = np.full(len(base), -1, dtype=np.int64)
+        fk2 = np.full(len(base), unmatched, dtype=np.int64)
         fk2[ix] = link[iy]
         cap = fits[fk.name].N
-        todo = np.flatnonzero(fk2 < 0)
+        todo = np.flatnonzero(fk2 == unmatched)
         if len(todo):
             count = np.bincount(fk2[fk2 >= 0], minlength=n_par)
             room = np.maximum(cap - count, 0)
@@ -610,8 +643,10 @@ def _merge(copies: list, fits: Mapping[str, FKFit], rng: np.random.Generator
             keys = np.log(w) + rng.gumbel(size=len(slots))
             take = np.argsort(-keys, kind="stable")[: len(todo)]
             fk2[todo[: len(take)]] = slots[take]
-            if len(take) < len(todo):  # more rows than capacity (cannot happen with ñ ≤ N·parents)
-                fk2[todo[len(take):]] = rng.integers(0, max(n_par, 1), size=len(todo) - len(take))
+            if len(take) < len(todo):  # more rows than capacity (ñ + the first FK's nulls > N·parents)
+                rest = todo[len(take):]
+                fk2[rest] = -1 if fk.nullable or n_par == 0 else \
+                    rng.integers(0, n_par, size=len(rest))
         out[fk.name] = fk2
     return base, out
 

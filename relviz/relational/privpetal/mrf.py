@@ -30,7 +30,7 @@ A bare ``docs §N`` below is docs/methods/privpetal.md §N.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -453,6 +453,26 @@ class Model:
             idx = tuple(np.asarray(codes[v]) for v in c if v != target)
             out += t[idx] if idx else np.broadcast_to(t, (n, t.shape[-1]))
         return out
+
+    def tilted(self, var: Hashable, weights: np.ndarray) -> Model:
+        """A copy whose distribution is ``p(x)·w[x_var] / Z`` (``w ≥ 0``, one per code of
+        ``var``): ``log w`` added to the potential of one fit clique holding ``var``, so that
+        sampling it is exact. relviz's nullable-FK addition (docs §5.4) draws a child with a null
+        FK from the model of one individual tilted by ``size``: a slice of an NPM holds one unit of
+        mass per group, so weighting it by the group size turns "a member of a random group" into
+        "a random child". A model with no fit (no measurement) is returned unchanged."""
+        w = np.asarray(weights, dtype=np.float64)
+        if self.fit_tree is None or var not in self.dom:
+            return replace(self)
+        j = next((i for i, c in enumerate(self.fit_tree.cliques) if var in c), None)
+        if j is None:
+            return replace(self)
+        c = self.fit_tree.cliques[j]
+        theta = list(self.theta)
+        logw = np.log(np.maximum(w, 1e-300))
+        theta[j] = theta[j] + _broadcast(logw, (var,), c)
+        return replace(self, measurements=list(self.measurements), theta=theta,
+                       _beliefs_search=None, _beliefs_fit=None)
 
     def sample_all(self, n: int, rng: np.random.Generator, *, rounded: bool = True
                    ) -> dict[Hashable, np.ndarray]:

@@ -255,6 +255,7 @@ class PrivateFK:
         self.N, self.M = int(N), int(M)
         self._g = GroupIndex.build(np.asarray(parent_of, np.int64), len(self._h), self.N, self.M,
                                    np.asarray(member_key))
+        self._n_null = int((np.asarray(parent_of) < 0).sum())  # children with a null FK
         self._tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cache: dict[Key, np.ndarray] = {}
         self._charging = 0
@@ -292,7 +293,22 @@ class PrivateFK:
         self._check()
         return np.bincount(self._g.size, minlength=self.N + 1).astype(np.float64)
 
+    def _null_count(self) -> float:
+        self._check()
+        return float(self._n_null)
+
     # -- releases --------------------------------------------------------------------------------
+    def release_null_count(self, budget: Budget, *, rho: Fraction, sensitivity: float, label: str,
+                           source: str = "") -> float:
+        """The number of children with a null FK plus ``N(0, σ²)`` (a nullable FK; relviz's
+        addition, not in [P]: those children are in no group, so in no other statistic here;
+        docs/methods/privpetal.md §5.4)."""
+        with self._charged():
+            exact = np.array([self._null_count()])
+            noisy, _ = budget.gaussian(exact, rho=rho, sensitivity=sensitivity, label=label,
+                                       source=source or SOURCE, integer=True)
+        return float(np.asarray(noisy, dtype=np.float64)[0])
+
     def release_sizes(self, budget: Budget, *, rho: Fraction, sensitivity: float, label: str,
                       source: str = "") -> np.ndarray:
         """``ñ_s = n_s + N(0, σ²)`` for ``s = 0…N`` ([P] Alg. 1 line 1)."""
