@@ -33,10 +33,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import ClassVar
 
 import numpy as np
 
-from relviz.errors import ParameterError
+from relviz.errors import ParameterError, Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateTable
 from relviz.privacy.mechanisms import gaussian_sigma
@@ -220,12 +221,34 @@ def fit_with_rare_merge(fit: Callable[[PrivateTable, Budget], object], data: Pri
 
 
 class RareMergeFit:
-    """``fit`` of a mechanism with ``rare_merge`` and ``merge_theta`` fields: the rare-category
-    merge first (:func:`fit_with_rare_merge`), then the mechanism's own ``_fit`` on the merged
-    view (AIM, PrivBayes, PrivSyn)."""
+    """What AIM, PrivBayes and PrivSyn share around the rare-category merge: ``fit`` (the merge
+    first, :func:`fit_with_rare_merge`, then the mechanism's own ``_fit`` on the merged view),
+    ``problems`` (attributes over ``max_domain`` that are not merged, bad merge lists) and
+    ``noise_scales`` (the merge's σ, then the mechanism's own ``_noise_scales`` on the rest).
+    ``label``'s first word names the mechanism in messages."""
 
+    label: ClassVar[str]
     rare_merge: tuple[str, ...]
     merge_theta: float
+    max_domain: int
+
+    def problems(self, table: Table) -> list[Problem]:
+        """Every attribute over ``max_domain`` codes that is not merged, and the merge list's
+        problems (:func:`merge_problems`)."""
+        who = self.label.split()[0]
+        return [Problem("oversized_domain", f"{a.size:,} codes exceed {who}'s limit of "
+                        f"{self.max_domain:,}; coarsen the bins or the category list", table.name, a.name)
+                for a in table.attributes if a.size > self.max_domain and a.name not in self.rare_merge] + \
+            merge_problems(table, self.rare_merge)
+
+    def noise_scales(self, table: Table, rho: Fraction | float, *, histogram_sensitivity: float,
+                     score_sensitivity: float) -> dict[str, float]:
+        """σ of the releases known before the run (public; reads no data): the rare-category merge
+        when ``rare_merge`` names attributes (10 % of ρ), then the mechanism's own (its
+        ``_noise_scales``; computed on the declared domains)."""
+        pre, rest = preprocess_noise_scales(table, Fraction(rho), self.rare_merge, histogram_sensitivity)
+        return {**pre, **self._noise_scales(table, rest, histogram_sensitivity=histogram_sensitivity,  # type: ignore[attr-defined]
+                                            score_sensitivity=score_sensitivity)}
 
     def fit(self, data: PrivateTable, budget: Budget, *, histogram_sensitivity: float,
             score_sensitivity: float, progress: Callable[..., None]):  # noqa: ANN201 - the mechanism's model

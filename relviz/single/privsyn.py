@@ -47,15 +47,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from relviz.errors import ParameterError, Problem
+from relviz.errors import ParameterError
 from relviz.privacy.budget import Budget, to_fraction
 from relviz.privacy.measure import PrivateTable
 from relviz.privacy.mechanisms import gaussian_sigma
 from relviz.privacy.ranking import rank_within_groups
 from relviz.progress import Reporter
 from relviz.schema import Table
-from relviz.single.preprocess import RareMergeFit, preprocess_noise_scales
-from relviz.single.preprocess import merge_problems as _merge_problems
+from relviz.single.preprocess import RareMergeFit
 from relviz.single.registry import register
 
 __all__ = ["PrivSyn", "PrivSynModel", "select_dense_marginals", "make_consistent", "gum"]
@@ -317,21 +316,6 @@ class PrivSyn(RareMergeFit):
         rho_sel = to_fraction(self.select_share) * rho
         rho1 = to_fraction(self.oneway_share) * rho
         return rho1, rho_sel, rho - rho1 - rho_sel
-
-    def problems(self, table: Table) -> list[Problem]:
-        return [Problem("oversized_domain", f"{a.size:,} codes exceed PrivSyn's limit of "
-                        f"{self.max_domain:,}; coarsen the bins or the category list", table.name, a.name)
-                for a in table.attributes if a.size > self.max_domain and a.name not in self.rare_merge] + \
-            _merge_problems(table, self.rare_merge)
-
-    def noise_scales(self, table: Table, rho: Fraction | float, *, histogram_sensitivity: float,
-                     score_sensitivity: float) -> dict[str, float]:
-        """σ of the releases known before the run (public; reads no data): the rare-category merge
-        when ``rare_merge`` names attributes (10 % of ρ), then the mechanism's own (see
-        ``_noise_scales``; computed on the declared domains)."""
-        pre, rest = preprocess_noise_scales(table, Fraction(rho), self.rare_merge, histogram_sensitivity)
-        return {**pre, **self._noise_scales(table, rest, histogram_sensitivity=histogram_sensitivity,
-                                            score_sensitivity=score_sensitivity)}
 
     def _noise_scales(self, table: Table, rho: Fraction | float, *, histogram_sensitivity: float,
                      score_sensitivity: float) -> dict[str, float]:
