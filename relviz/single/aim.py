@@ -18,9 +18,10 @@ configuration of Chen, Li, Gong, McKenna & Wang, "Benchmarking Differentially Pr
    the previous one; when the refit moves the selected marginal by no more than its expected noise
    (``‖x̂_new − x̂_old‖₁ ≤ √(2/π)·σ·n_r``), anneal: ``σ ← σ/2``, ``ε_sel ← 2ε_sel``, i.e. both
    ρ shares ×4;
-3. when less than two rounds' worth of budget is left, or ``time_budget_s`` has elapsed, run AIM's
-   own final round with everything that is left (``ρ_sel = (1−α)·rest``, ``ρ_meas = α·rest``), so the
-   ledger ends at exactly ρ; a final fit (``final_iters``) and sampling.
+3. when less than two rounds' worth of budget is left, or two more rounds (at the last round's
+   measured time) would pass 80 % of ``time_budget_s``, run AIM's own final round with everything that is left (``ρ_sel = (1−α)·rest``,
+   ``ρ_meas = α·rest``), so the ledger ends at exactly ρ; a final fit (``final_iters``, fewer —
+   at least 50 — when the time left does not cover them; post-processing) and sampling.
 
 Workload: all 2-way marginals with at most ``max_cells`` cells, weight 1 (the benchmark's
 configuration).
@@ -69,13 +70,14 @@ from relviz.privacy.mechanisms import gaussian_sigma
 from relviz.progress import Reporter
 from relviz.schema import Table
 from relviz.single.mst import _mbi, global_numpy_seed
-from relviz.single.preprocess import RareMergeFit, preprocess_noise_scales
-from relviz.single.preprocess import merge_problems as _merge_problems
+from relviz.single.preprocess import RareMergeFit
 from relviz.single.registry import register
 
 __all__ = ["AIM", "AIMModel", "model_marginals"]
 
 SOURCE = "AIM (McKenna, Mullins, Sheldon & Miklau 2022, Alg. 1), docs/methods/aim.md"
+FINAL_FIT_START = 0.8
+"""Share of ``time_budget_s`` after which AIM starts its final round (the rest: the final fit)."""
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 Clique = tuple[str, ...]
@@ -335,8 +337,11 @@ class AIM(RareMergeFit):
         final_iters: Iterations of the final fit (the reference code uses 2500; run in full).
         tol: A refit stops early once the loss improves by at most this relative amount over
             two blocks of 50 iterations (mbi's ``tol``; ``None``: always ``iters``).
-        time_budget_s: Seconds after which the next round is AIM's final round (spends all that
-            is left); ``None`` for no limit. Privacy is unaffected.
+        time_budget_s: Seconds the whole fit should take: the next round is AIM's final round
+            (spends all that is left) once two more rounds would pass 80 % of it, and the final
+            fit runs the iterations that fit in the time left (at least 50); ``None`` for no
+            limit. Privacy is unaffected (only when the budget is spent and
+            how long the model is refined depend on the clock).
         max_domain: Largest attribute domain accepted (codes).
         rare_merge: Categorical attributes to merge rare categories of first (Chen et al.'s
             Algorithm 1, 10 % of ρ; ``relviz.single.preprocess.rare_merge_columns`` lists those
@@ -392,25 +397,12 @@ class AIM(RareMergeFit):
         return (1 - alpha) * rho / t, alpha * rho / t
 
     def problems(self, table: Table) -> list[Problem]:
-        out = [Problem("oversized_domain",
-                       f"{a.size:,} codes exceed AIM's limit of {self.max_domain:,}; coarsen the bins "
-                       "or the category list", table.name, a.name)
-               for a in table.attributes if a.size > self.max_domain and a.name not in self.rare_merge]
-        out += _merge_problems(table, self.rare_merge)
+        out = super().problems(table)
         d = len(table.attributes)
         if self.rounds is not None and d > 1 and self.rounds <= d:
             out.append(Problem("bad_parameter", f"rounds = {self.rounds} must exceed the {d} attributes "
                                "(the 1-way marginals alone cost d rounds' measurement budget)", table.name))
         return out
-
-    def noise_scales(self, table: Table, rho: Fraction | float, *, histogram_sensitivity: float,
-                     score_sensitivity: float) -> dict[str, float]:
-        """σ of the releases known before the run (public; reads no data): the rare-category merge
-        when ``rare_merge`` names attributes (10 % of ρ), then the mechanism's own (see
-        ``_noise_scales``; computed on the declared domains)."""
-        pre, rest = preprocess_noise_scales(table, Fraction(rho), self.rare_merge, histogram_sensitivity)
-        return {**pre, **self._noise_scales(table, rest, histogram_sensitivity=histogram_sensitivity,
-                                            score_sensitivity=score_sensitivity)}
 
     def _noise_scales(self, table: Table, rho: Fraction | float, *, histogram_sensitivity: float,
                      score_sensitivity: float) -> dict[str, float]:
@@ -484,6 +476,8 @@ class AIM(RareMergeFit):
                                       callback_fn=callback, tol=tol)
 
         model = fit_model(self.iters, None, 0.02)
+        t_round = time.perf_counter() - t_start  # the last round's wall time (here: the first fit)
+        t_iter = t_round / self.iters  # seconds per mirror-descent iteration (JIT included: safe)
 
         # 2. rounds ---------------------------------------------------------------------------
         selected: list[Clique] = []
@@ -493,7 +487,11 @@ class AIM(RareMergeFit):
         while not terminate:
             rounds += 1
             rest = rho - used
-            timed_out = self.time_budget_s is not None and time.perf_counter() - t_start > self.time_budget_s
+            t0 = time.perf_counter()
+            # the final round when this round and one more would pass 80 % of the time budget
+            # (the final fit then gets the rest: its iterations are cut to fit, see below)
+            timed_out = (self.time_budget_s is not None
+                         and t0 - t_start + 2 * t_round > FINAL_FIT_START * self.time_budget_s)
             if rest < 2 * (rho_sel + rho_meas) or timed_out:
                 by_time = timed_out and not rest < 2 * (rho_sel + rho_meas)
                 rho_sel = (1 - alpha) * rest
@@ -521,13 +519,20 @@ class AIM(RareMergeFit):
             frac = 0.05 + 0.85 * float(used / rho)
             progress(frac, f"round {rounds}: measured {' × '.join(cl)} (ρ {float(used / rho):.0%} used)")
             before = est[cl]
+            t_fit = time.perf_counter()
             model = fit_model(self.iters, model, frac)
+            t_iter = (time.perf_counter() - t_fit) / self.iters
+            t_round = time.perf_counter() - t0
             after = model_marginals(model, [cl])[cl]
             if not terminate and np.abs(after - before).sum() <= _SQRT_2_OVER_PI * sigma * cells[cl]:
                 rho_sel, rho_meas = 4 * rho_sel, 4 * rho_meas  # σ/2, 2ε (budget annealing)
 
         # 3. final fit ------------------------------------------------------------------------
         progress(0.92, "final fit")
-        model = fit_model(self.final_iters, model, 0.95, None)
+        final_iters = self.final_iters
+        if self.time_budget_s is not None:  # what fits in the time left (post-processing)
+            left = self.time_budget_s - (time.perf_counter() - t_start)
+            final_iters = int(min(self.final_iters, max(50, left / max(t_iter, 1e-9))))
+        model = fit_model(final_iters, model, 0.95, None)
         progress(1.0, "fitted")
         return AIMModel(model, attrs, tuple(selected), float(model.total), rounds, by_time, tuple(released))
