@@ -1282,3 +1282,27 @@ def test_starved_initial_store_warns_in_words() -> None:
         warnings.simplefilter("error", UserWarning)
         run.run()
     assert run.queries > 0 and not run.starved
+
+
+def test_consistent_sizes_keep_both_totals_unbiased() -> None:
+    """Alg. 1 line 1 post-processing (docs §8 D18): over 400 noise draws (σ = 8 on 16 size slots,
+    10 of them empty) the mean number of groups and of children stay within 4 standard errors
+    (+1 % for the feasibility clip) of the truth, while clamping at 0 alone inflates the children
+    by > 40 % (Σ_s s·E[max(σZ, 0)] over the empty slots, ≈ 0.4σ·Σ s); the result is ≥ 0."""
+    from relviz.relational.privpetal.algorithms import consistent_sizes
+
+    rng = np.random.default_rng(0)
+    true = np.array([0, 40, 50, 45, 30, 20, 10, 5, 3, 2, 0, 0, 0, 0, 0, 0], float)
+    s = np.arange(16)
+    got, clamp = [], []
+    for _ in range(400):
+        y = true + rng.normal(0, 8, 16)
+        x = consistent_sizes(y)
+        assert (x >= 0).all()
+        got.append((x.sum(), s @ x))
+        clamp.append((np.maximum(y, 0).sum(), s @ np.maximum(y, 0)))
+    got, clamp = np.array(got), np.array(clamp)
+    se = got.std(axis=0) / np.sqrt(len(got))
+    assert abs(got[:, 0].mean() - true.sum()) <= 4 * se[0] + 0.01 * true.sum()
+    assert abs(got[:, 1].mean() - s @ true) <= 4 * se[1] + 0.01 * (s @ true)
+    assert clamp[:, 1].mean() > 1.4 * (s @ true)

@@ -617,11 +617,14 @@ def _merge(copies: list, fits: Mapping[str, FKFit], rng: np.random.Generator
     """MERGE (docs §3.10) of the copies of one relation, the first kept whole. A copy of a
     nullable FK holds its null rows (link ``-1``) like any other: a row of the first copy keeps
     its own null, and takes a null in another FK when its partner is one of that FK's null rows
-    (relviz's nullable-FK addition, docs §5.4); unmatched rows draw a parent with room."""
+    (relviz's nullable-FK addition, docs §5.4); unmatched rows draw a parent with room, and a
+    row no parent of a non-nullable FK has room for (more rows than ``N`` × parents) is dropped,
+    so no synthetic group exceeds its cap."""
     fk1, base, link1, _ = copies[0]
     order = rng.permutation(len(base))
     base, link1 = base[order], link1[order]
     out = {fk1.name: link1}
+    keep = np.ones(len(base), dtype=bool)
     unmatched = -2
     for fk, other, link, n_par in copies[1:]:
         perm = rng.permutation(len(other))
@@ -645,9 +648,15 @@ def _merge(copies: list, fits: Mapping[str, FKFit], rng: np.random.Generator
             fk2[todo[: len(take)]] = slots[take]
             if len(take) < len(todo):  # more rows than capacity (ñ + the first FK's nulls > N·parents)
                 rest = todo[len(take):]
-                fk2[rest] = -1 if fk.nullable or n_par == 0 else \
-                    rng.integers(0, n_par, size=len(rest))
+                if fk.nullable:
+                    fk2[rest] = -1
+                else:  # no parent has room under N: the row is dropped (never a cap overrun)
+                    fk2[rest] = -1
+                    keep[rest] = False
         out[fk.name] = fk2
+    if not keep.all():
+        base = base[keep]
+        out = {k: v[keep] for k, v in out.items()}
     return base, out
 
 
