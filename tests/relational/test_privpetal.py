@@ -1306,3 +1306,17 @@ def test_consistent_sizes_keep_both_totals_unbiased() -> None:
     assert abs(got[:, 0].mean() - true.sum()) <= 4 * se[0] + 0.01 * true.sum()
     assert abs(got[:, 1].mean() - s @ true) <= 4 * se[1] + 0.01 * (s @ true)
     assert clamp[:, 1].mean() > 1.4 * (s @ true)
+
+
+def test_auto_lambda_interpolates_between_small_data_and_the_paper() -> None:
+    """λ = None: 6·√(ñ/616,115) clipped to [1, 6] — the paper's 6 at its census size and above,
+    1 on a few thousand groups, monotone in between (docs/methods/privpetal.md §5.1)."""
+    from relviz.relational.privpetal.algorithms import PAPER_GROUPS, auto_lambda
+
+    assert auto_lambda(PAPER_GROUPS) == pytest.approx(6.0) and auto_lambda(10 * PAPER_GROUPS) == 6.0
+    assert auto_lambda(5000) == 1.0 and auto_lambda(0) == 1.0
+    xs = [auto_lambda(n) for n in (2e4, 5e4, 1e5, 3e5)]
+    assert all(1.0 <= a < b <= 6.0 for a, b in zip(xs, xs[1:]))
+    run, _ = _run(lam=None)
+    run.run()
+    assert run.lam == auto_lambda(float(run.n_noisy.sum())) == 1.0

@@ -192,7 +192,9 @@ class PrivPetal(Params):
             ``ri-instacart``, ``ri-tpch``; :data:`~relviz.relational.privpetal.accounting.PRESETS`).
         order: ``o``, the most individuals in one NPM (1–3).
         member_cap: ``M``, members of a group used for statistics (None: ``min(N, 10)``).
-        lam: λ of λ-usefulness. max_cells: ``L_max``. k_max: most attributes (``size`` included)
+        lam: λ of λ-usefulness; ``None`` (default): ``6·√(ñ/616,115)`` clipped to ``[1, 6]``
+            from the noisy number of groups ñ (``algorithms.auto_lambda``). max_cells: ``L_max``.
+            k_max: most attributes (``size`` included)
             in a candidate NPM. n_mrf: context attributes per target model.
         t1_picks, t1_iters: Phase A picks and iterations. k: candidates h-scored per round.
         clique_cells, model_cells: Caps of a target model's cliques / sum of cliques.
@@ -235,7 +237,7 @@ class PrivPetal(Params):
             raise ParameterError("rscore_mode", "rscore_mode must be 'per_size' or 'pooled'")
         if self.sampling not in ("rounded", "iid"):
             raise ParameterError("sampling", "sampling must be 'rounded' or 'iid'")
-        if not self.lam > 0 or not self.max_cells > 0:
+        if (self.lam is not None and not self.lam > 0) or not self.max_cells > 0:
             raise ParameterError("lam", "lam and max_cells must be positive")
         if self.split_above is not None and (int(self.split_above) != self.split_above
                                              or self.split_above < 10):
