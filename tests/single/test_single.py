@@ -17,21 +17,15 @@ from relviz.privacy.measure import Curator
 from relviz.progress import silent
 from relviz.schema import Attribute, PrivacyUnit, Schema, Table
 from relviz.single import available, get
+from tests.single.smoke import SMALL_SIZES, smoke_db
 
-SIZES = [2, 5, 9, 16, 7, 4]
+SIZES = SMALL_SIZES
 
 
 def chain_table(n: int = 20_000, seed: int = 0, sizes: list[int] = SIZES) -> Database:
-    """A noisy Markov chain over categorical columns (each column a noisy function of the previous one)."""
-    rng = np.random.default_rng(seed)
-    cols = [rng.integers(0, sizes[0], n)]
-    for s in sizes[1:]:
-        x = (7 * cols[-1] + rng.integers(0, 3, n)) % s
-        cols.append(np.where(rng.random(n) < 0.4, rng.integers(0, s, n), x))
-    df = pd.DataFrame({f"a{i}": c for i, c in enumerate(cols)})
-    df.insert(0, "id", np.arange(n))
-    t = Table("t", ("id",), tuple(Attribute.categorical(f"a{i}", list(range(s))) for i, s in enumerate(sizes)))
-    return Database(Schema((t,), (), PrivacyUnit("t")), {"t": df})
+    """A noisy Markov chain over categorical columns (each column a noisy function of the previous
+    one): the smoke recipe of tests/single/smoke.py, smaller."""
+    return smoke_db(n, seed, sizes)
 
 
 def tvd2(real: np.ndarray, syn: np.ndarray, sizes: list[int], pairs) -> np.ndarray:
