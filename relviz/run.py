@@ -213,6 +213,9 @@ class Run:
         session: A :class:`~relviz.privacy.session.SessionLedger` of the database: every attempt's
             spending is charged to it, and a start that does not fit its session cap is refused
             (:class:`~relviz.errors.BudgetError`, in words) before anything is read.
+        backend: Where the exact counts are computed (``"pandas"``, ``"duckdb"``, ``"spark"`` or a
+            :class:`~relviz.privacy.backends.CountBackend`), passed to the synthesizer; every
+            backend gives the same counts (docs/privacy.md).
 
     Attributes:
         db: The real database of the next start.
@@ -223,8 +226,9 @@ class Run:
 
     def __init__(self, db: Database, plan: Plan | None = None, *, random_state: int | None = None,
                  scale: float = 1.0, allow_inferred: bool = False,
-                 session: SessionLedger | None = None) -> None:
+                 session: SessionLedger | None = None, backend: str | object = "pandas") -> None:
         self.db = db
+        self.backend = backend
         self.session = session
         self._reservation: int | None = None
         self.plan = plan if plan is not None else Plan.default(db.schema)
@@ -448,7 +452,7 @@ class Run:
         status, error, etype, result = "failed", "", "", None
         try:
             synth = RelationalSynthesizer(plan, random_state=self.random_state, progress=self._on_event,
-                                          allow_inferred=self.allow_inferred)
+                                          allow_inferred=self.allow_inferred, backend=self.backend)
             with self._lock:
                 self._synth = synth
             if self._cancel.is_set():

@@ -31,6 +31,7 @@ from relviz.errors import DataError, NotFittedError, PlanError, Problem, SchemaE
 from relviz.keys import format_synthetic_keys
 from relviz.plan import Plan
 from relviz.privacy.accountant import Accountant, epsilon_from_rho
+from relviz.privacy.backends import CountBackend
 from relviz.privacy.budget import Budget
 from relviz.privacy.caps import cap_releases_rho, charge_cap_releases
 from relviz.privacy.measure import CapReport, Curator, enforce_caps
@@ -83,6 +84,9 @@ class RelationalSynthesizer:
             default: ``fit`` then refuses such a schema, because domains observed in the data are
             not public and the release would **not** be differentially private. When on, the
             ledger's notes say so.
+        backend: Where the exact counts are computed: ``"pandas"`` (default), ``"duckdb"``,
+            ``"spark"`` or a :class:`~relviz.privacy.backends.CountBackend`. Every backend gives
+            the same counts, hence the same output for the same ``random_state``.
 
     Attributes (after ``fit``):
         plan_: The plan used.
@@ -95,11 +99,12 @@ class RelationalSynthesizer:
 
     def __init__(self, plan: Plan | None = None, *, random_state: int | None = None,
                  progress: Callable[[ProgressEvent], None] | None = None,
-                 allow_inferred: bool = False) -> None:
+                 allow_inferred: bool = False, backend: str | CountBackend = "pandas") -> None:
         self.plan = plan
         self.random_state = random_state
         self.progress = progress
         self.allow_inferred = allow_inferred
+        self.backend = backend
         self._token = CancelToken()
 
     # -- control ----------------------------------------------------------------------------
@@ -171,7 +176,7 @@ class RelationalSynthesizer:
                                       notes=self._notes(schema, caps),
                                       noise=plan.resolved_noise(seeded=self.random_state is not None))
         charge_cap_releases(self.accountant_, schema)
-        curator = Curator(truncated)
+        curator = Curator(truncated, backend=self.backend)
         self.curator_log_ = curator.log
         self.models_: dict[str, Any] = {}
         self.public_sizes_: dict[str, int] = {}

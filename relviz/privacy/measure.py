@@ -5,8 +5,10 @@ histograms of a foreign key, per-parent child counts, cross-table contingency co
 foreign key) is a group-by count computed here, on integer codes over public domains, and logged
 in a :class:`ReadLog`. Mechanisms receive :class:`PrivateTable` / :class:`PrivateForeignKey`
 handles, never frames; model fitting and sampling work on noisy summaries only
-(docs/privacy.md, "Where private data is read"). Counts are numpy ``bincount``s in memory; the queries are plain
-GROUP BY counts, so they could be pushed down to DuckDB for data larger than memory.
+(docs/privacy.md, "Where private data is read"). The counts are computed by a
+:class:`~relviz.privacy.backends.CountBackend`: numpy ``bincount``s in memory by default, or the
+same GROUP BY queries in DuckDB or Spark (``Curator(db, backend="duckdb")``), with the same
+answers; only the place where the counting happens changes.
 
 Reading is not releasing: every exact count returned here must only reach the outside world
 through an accounted mechanism (``relviz.privacy.mechanisms``). Tests check that sampling reads
@@ -27,6 +29,7 @@ import pandas as pd
 from relviz.database import Database, drop_rows
 from relviz.encoding import EncodedTable, encode_table
 from relviz.marginals import Workload, all_marginals
+from relviz.privacy.backends import CountBackend, Cross, PandasBackend, get_backend
 from relviz.schema import ForeignKey
 
 __all__ = ["Read", "ReadLog", "PrivateTable", "PrivateForeignKey", "PrivateLink", "Curator",
@@ -67,14 +70,6 @@ class ReadLog:
         return len(self._reads)
 
 
-def _ravel(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
-    """Mixed-radix cell index (C order, first attribute most significant)."""
-    flat = np.zeros(codes.shape[0], dtype=np.int64)
-    for j, size in enumerate(sizes):
-        flat = flat * int(size) + codes[:, j]
-    return flat
-
-
 class PrivateTable:
     """Handle on a private table's codes: public metadata plus logged group-by counts.
 
@@ -84,9 +79,10 @@ class PrivateTable:
         sizes: Domain sizes (public).
     """
 
-    def __init__(self, enc: EncodedTable, log: ReadLog) -> None:
+    def __init__(self, enc: EncodedTable, log: ReadLog, backend: CountBackend | None = None) -> None:
         self._enc = enc
         self._log = log
+        self._backend = backend or PandasBackend()
         self.name = enc.name
         self.attributes = enc.attributes
         self.sizes = enc.sizes
@@ -100,10 +96,7 @@ class PrivateTable:
         cols = [self.attributes.index(a) for a in attrs]
         sizes = [self.sizes[c] for c in cols]
         self._log.add(self.name, f"marginal{attrs}", self._enc.n_rows)
-        if not cols:
-            return np.array([float(self._enc.n_rows)])
-        flat = _ravel(self._enc.codes[:, cols], sizes)
-        return np.bincount(flat, minlength=int(np.prod(sizes))).astype(np.float64)
+        return self._backend.marginal(self._enc.codes, cols, sizes).astype(np.float64)
 
     def total(self) -> int:
         """Exact row count (a read: only ever released through a mechanism)."""
@@ -121,19 +114,20 @@ class PrivateForeignKey:
     """
 
     def __init__(self, fk: ForeignKey, parent_index: np.ndarray, n_parent: int,
-                 child: EncodedTable, parent: EncodedTable | None, log: ReadLog) -> None:
+                 child: EncodedTable, parent: EncodedTable | None, log: ReadLog,
+                 backend: CountBackend | None = None) -> None:
         self.fk = fk
         self._idx = np.asarray(parent_index, dtype=np.int64)
         self.n_parent = int(n_parent)
         self._child = child
         self._parent = parent
         self._log = log
+        self._backend = backend or PandasBackend()
 
     def degrees(self) -> np.ndarray:
         """Exact children per parent row, ``(n_parent,)`` int64 (0 included)."""
         self._log.add(self.fk.name, "degrees", len(self._idx))
-        i = self._idx[self._idx >= 0]
-        return np.bincount(i, minlength=self.n_parent).astype(np.int64)
+        return self._backend.parent_counts(self._idx, self.n_parent)[:-1]
 
     def degree_histogram(self, cap: int, edges: np.ndarray | None = None) -> np.ndarray:
         """Exact number of parents per degree bin (degrees above ``cap`` count in the last bin).
@@ -162,8 +156,7 @@ class PrivateForeignKey:
         """Exact children per parent, then the number of children with a null FK:
         shape ``(n_parent + 1,)`` float64."""
         self._log.add(self.fk.name, "children per parent", len(self._idx))
-        i = np.where(self._idx >= 0, self._idx, self.n_parent)
-        return np.bincount(i, minlength=self.n_parent + 1).astype(np.float64)
+        return self._backend.parent_counts(self._idx, self.n_parent).astype(np.float64)
 
     def edges(self) -> tuple[np.ndarray, np.ndarray]:
         """Exact edge list ``(child rows, parent rows)`` of non-null links (for relational
@@ -177,14 +170,12 @@ class PrivateForeignKey:
         if self._parent is None:
             raise ValueError(f"{self.fk.name}: parent codes are not available")
         self._log.add(self.fk.name, f"cross{tuple(child_attrs)}x{tuple(parent_attrs)}", len(self._idx))
-        keep = self._idx >= 0
-        cc = [self._child.attributes.index(a) for a in child_attrs]
-        pc = [self._parent.attributes.index(a) for a in parent_attrs]
-        codes = np.concatenate([self._child.codes[keep][:, cc],
-                                self._parent.codes[self._idx[keep]][:, pc]], axis=1)
-        sizes = [self._child.sizes[c] for c in cc] + [self._parent.sizes[c] for c in pc]
-        return np.bincount(_ravel(codes, sizes), minlength=int(np.prod(sizes))).astype(np.float64)
-
+        cc = tuple(self._child.attributes.index(a) for a in child_attrs)
+        pc = tuple(self._parent.attributes.index(a) for a in parent_attrs)
+        sizes = tuple(self._child.sizes[c] for c in cc) + tuple(self._parent.sizes[c] for c in pc)
+        [counts] = self._backend.cross(self._child.codes, self._parent.codes, self._idx,
+                                       [Cross(cc, pc, sizes)])
+        return counts.astype(np.float64)
 
     def link_count(self) -> int:
         """Exact number of non-null links (a read; public in the bi-adjacency paper, Alimohammadi et al. §2.2;
@@ -207,10 +198,10 @@ class PrivateForeignKey:
         if self._parent is None:
             raise ValueError(f"{self.fk.name}: parent codes are not available")
         self._log.add(self.fk.name, f"cross-table marginals ({len(workloads)} workloads)", len(self._idx))
-        keep = np.flatnonzero(self._idx >= 0)
-        m = max(len(keep), 1)
-        return all_marginals(self._child.codes, self._parent.codes, keep, self._idx[keep],
-                             list(workloads), normalise_by=float(m) if normalise else 1.0)
+        norm = float(max(int((self._idx >= 0).sum()), 1)) if normalise else 1.0
+        counts = self._backend.cross(self._child.codes, self._parent.codes, self._idx,
+                                     [Cross(w.S1, w.S2, (*w.dims1, *w.dims2)) for w in workloads])
+        return [c.astype(np.float64) / norm for c in counts]
 
 
 class PrivateLink:
@@ -376,12 +367,17 @@ class Curator:
 
     Args:
         db: The database to protect (after :func:`~relviz.privacy.sensitivity.enforce_caps`).
+        backend: Where the group-by counts run: ``"pandas"`` (default, numpy in memory),
+            ``"duckdb"``, ``"spark"`` or a :class:`~relviz.privacy.backends.CountBackend`
+            (``relviz.privacy.backends``; every backend gives the same counts).
     """
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, backend: str | CountBackend = "pandas") -> None:
         self._db = db
         self.log = ReadLog()
+        self.backend = get_backend(backend)
         self._encoded: dict[str, EncodedTable] = {}
+        self._parent_index: dict[str, np.ndarray] = {}
 
     @property
     def schema(self):  # noqa: ANN201 - Schema
@@ -392,8 +388,14 @@ class Curator:
             self._encoded[name] = encode_table(self._db.schema.table(name), self._db[name])
         return self._encoded[name]
 
+    def _pidx(self, fk: ForeignKey) -> np.ndarray:
+        """Parent row of each child row (cached: a backend keeps what it registered per array)."""
+        if fk.name not in self._parent_index:
+            self._parent_index[fk.name] = np.asarray(self._db.parent_index(fk), dtype=np.int64)
+        return self._parent_index[fk.name]
+
     def table(self, name: str) -> PrivateTable:
-        return PrivateTable(self._enc(name), self.log)
+        return PrivateTable(self._enc(name), self.log, self.backend)
 
     def rows(self, name: str, purpose: str) -> EncodedTable:
         """Tuple-level codes of table ``name`` (a logged read), for a mechanism that aggregates
@@ -422,5 +424,5 @@ class Curator:
 
     def foreign_key(self, fk: ForeignKey | str) -> PrivateForeignKey:
         fk = self._db.schema.foreign_key(fk) if isinstance(fk, str) else fk
-        return PrivateForeignKey(fk, self._db.parent_index(fk), len(self._db[fk.parent]),
-                                 self._enc(fk.child), self._enc(fk.parent), self.log)
+        return PrivateForeignKey(fk, self._pidx(fk), len(self._db[fk.parent]),
+                                 self._enc(fk.child), self._enc(fk.parent), self.log, self.backend)
