@@ -112,13 +112,20 @@ def test_row_unit_is_refused_in_words():
 
 
 def test_missing_cap_is_a_plan_problem():
+    """Modelling every FK (``public="privlava"``) with no cap on the FKs to public parents is a
+    plan problem (the default plan links those with the degree method instead)."""
     db = _shop()
     from dataclasses import replace
+
+    from relviz.plan import Component
+    from relviz.relational import get_database
     unit = replace(db.schema.privacy_unit, caps={"items.order_id->orders": 4})
     schema = replace(db.schema, privacy_unit=unit)
-    plan = Plan.default(schema, 1.0, 1e-6, method="privlava")
+    comps = get_database("privlava").default_components(schema, public="privlava")
+    plan = Plan(1.0, 1e-6, tuple(Component(*c) for c in comps))
     with pytest.raises(PlanError):
         plan.validate(schema)
+    Plan.default(schema, 1.0, 1e-6, method="privlava").validate(schema)  # no problem
 
 
 def test_synthetic_database_is_valid_and_public_tables_identical(shop_fit):
@@ -387,6 +394,36 @@ def test_mixed_mode_links_public_parents_with_a_linker():
     assert out.problems() == []
     assert syn.accountant_.spent() <= Fraction(plan.rho_total)
     assert out["items"]["product_id"].isin(db["products"]["product_id"]).all()
+
+
+def test_default_plan_links_uncapped_public_parents():
+    """``Plan.default(method="privlava")``: an FK to a public parent is modelled when the schema
+    declares its cap τ, and linked with the degree method when it does not (listed by
+    ``substitutions`` with the reason); ``public="privlava"`` models every one and then reports
+    the missing caps."""
+    from dataclasses import replace
+
+    from relviz.relational import get_database
+
+    db = _shop(seed=1, n_orders=300)
+    caps = {"items.order_id->orders": 4}
+    schema = replace(db.schema, privacy_unit=replace(db.schema.privacy_unit, caps=caps))
+    plan = Plan.default(schema, 1.0, 1e-6, method="privlava")
+    assert {c.name: c.method for c in plan.edges} == {
+        "items.order_id->orders": "privlava", "items.product_id->products": "degree",
+        "orders.store_id->stores": "degree"}
+    assert plan.problems(schema) == []
+    subs = plan.substitutions(schema, "privlava")
+    assert len(subs) == 2 and all("no declared cap" in s for s in subs)
+    # a declared cap on an FK to a public parent: modelled
+    schema2 = replace(schema, privacy_unit=replace(schema.privacy_unit,
+                                                   caps={**caps, "items.product_id->products": 9}))
+    plan2 = Plan.default(schema2, 1.0, 1e-6, method="privlava")
+    assert {c.name: c.method for c in plan2.edges}["items.product_id->products"] == "privlava"
+    # every FK modelled on request: the uncapped ones are plan problems
+    comps = get_database("privlava").default_components(schema, public="privlava")
+    assert {n for n, k, m, _ in comps if k == "edge" and m == "privlava"} == set(
+        fk.name for fk in schema.private_foreign_keys)
 
 
 def test_torch_scoring_matches_scipy():

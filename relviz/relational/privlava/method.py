@@ -179,13 +179,23 @@ class PrivLava:
                                      f"{1 if name == 'tau_contrib' else 4}")
 
     # -- plan --------------------------------------------------------------------------------
-    def default_components(self, schema: Schema, *, mechanism: str = "mst", public: str = "privlava"
+    def default_components(self, schema: Schema, *, mechanism: str = "mst", public: str = "auto"
                            ) -> list[tuple[str, str, str, Fraction]]:
         """One component per private FK (its Algorithm 2 run) and per single-relation model,
-        equal shares (PrivLava §6; docs/methods/privlava.md §4). ``public="degree"`` (or another linker) links the FKs to
-        public parents with that linker instead (relviz's mixed mode)."""
+        equal shares (PrivLava §6; docs/methods/privlava.md §4).
+
+        FKs to public parents (relviz's mixed mode, docs/methods/privlava.md §2, "FKs to public parents"): ``"auto"``
+        (default) models those with a declared cap τ and links the others with the degree
+        method — PrivLava needs τ on every modelled FK, and a parent with no public bound on its
+        children (flights per airport: up to 10⁵) has none that leaves its latent marginals any
+        signal; ``"privlava"`` models every one (a missing τ is then a plan problem: declare one or
+        use ``relviz.privacy.caps.with_dp_caps``); a linker name (``"degree"``, the preset
+        ``privlava-degree``) links every one with that linker."""
+        caps = schema.privacy_unit.caps if schema.privacy_unit is not None else {}
+        linker = "degree" if public == "auto" else public
         linked = {fk.name for fk in schema.private_foreign_keys
-                  if public != self.name and schema.table(fk.parent).public}
+                  if public != self.name and schema.table(fk.parent).public
+                  and not (public == "auto" and fk.name in caps)}
         fks = [fk.name for fk in fk_order(schema, linked)]
         roots = _roots(schema, linked)
         n = len(fks) + len(roots) + len(linked)
@@ -193,7 +203,7 @@ class PrivLava:
             return []
         share = Fraction(1, n)
         return [(f, "edge", self.name, share) for f in fks] + \
-            [(f, "edge", public, share) for f in sorted(linked)] + \
+            [(f, "edge", linker, share) for f in sorted(linked)] + \
             [(t, "table", "mst", share) for t in roots]
 
     def _torch_device(self):  # noqa: ANN202
