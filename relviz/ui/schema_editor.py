@@ -6,8 +6,14 @@ arrows from the child to the parent labelled with their columns; FKs proposed fr
 dashed. The user drags from a child table onto its parent and picks the child column(s); selects an
 arrow to set its degree cap τ (seeing the real degree distribution, labelled "curator view (not
 private)", and how many child rows each cap truncates), re-point it or delete it; selects a table
-to mark it public or protect it as the entity; accepts or rejects proposals. Problems are listed
-under the graph, all at once. Under them a table compares the three privacy units on the schema at
+to mark it public or protect it as the entity; accepts or rejects proposals. When the schema was
+proposed by :func:`~relviz.schema.infer_schema` (a Studio opened on the user's own frames), a
+"Proposals to review (n)" section under the graph lists every one of ``Schema.proposals`` per table,
+marked by kind ("excluded: identifier", "datetime", "public (small reference table)", …) with the
+proposal and its reason in plain words; each is accepted (kept as proposed) or, where that is one
+clear edit, rejected (a reference table made private, ``integer=True`` dropped, an ISO date kept as
+text), and the row then shows its state (:meth:`SchemaDraft.schema_review`; Undo takes a decision
+back). Problems are listed under the graph, all at once. Under them a table compares the three privacy units on the schema at
 hand: what each protects, in plain words naming the tables, whether it can be used (and why not),
 and the σ each release of the default plan would get under it at the editor's ``epsilon`` and
 ``delta`` (:func:`relviz.ui.units.unit_table`); the selected unit is highlighted, and a button
@@ -136,6 +142,14 @@ class SchemaEditor(anywidget.AnyWidget):
 
     def reject_proposal(self, name: str) -> EditResult:
         return self._refresh(self.draft.reject_proposal(name))
+
+    def accept_schema_proposal(self, pid: str) -> EditResult:
+        """Keep one of ``draft.schema_proposals()`` (what ``infer_schema`` proposed) as proposed."""
+        return self._refresh(self.draft.accept_schema_proposal(pid))
+
+    def reject_schema_proposal(self, pid: str) -> EditResult:
+        """Undo one of ``draft.schema_proposals()`` in the schema (``SchemaDraft.reject_schema_proposal``)."""
+        return self._refresh(self.draft.reject_schema_proposal(pid))
 
     def repair_orphans(self, how: Literal["drop", "null"] = "null", fk: str | None = None) -> EditResult:
         """Repair at once (a Python call is its own confirmation; the button asks first)."""

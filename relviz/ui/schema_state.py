@@ -13,6 +13,13 @@ missing caps, undeclared columns, …) are listed all at once by :meth:`SchemaDr
 Degree distributions (:meth:`SchemaDraft.degree_view`) read the private data: they are a curator
 view, not private.
 
+A schema proposed by :func:`~relviz.schema.infer_schema` carries what it proposed and why
+(``Schema.proposals``): :meth:`SchemaDraft.schema_proposals` lists them with the curator's decision
+(:meth:`SchemaDraft.schema_review` groups them per table for the panel). Accepting one keeps it as
+proposed and marks it reviewed; rejecting undoes it in the schema where that is one clear edit (a
+public reference table made private, an ``integer=True`` column allowed fractions, an ISO date
+read as text again). Both are edits like the others: Undo takes them back.
+
 The draft keeps a ``history`` of :class:`EditResult` objects; the widget shows the last one
 (:class:`~relviz.ui.budget_state.BudgetDraft` does the same for the plan). Every applied edit can
 be undone (:meth:`SchemaDraft.undo`), the orphan repairs included: a repair replaces the draft's
@@ -50,10 +57,20 @@ from relviz.database import Database
 from relviz.errors import Problem, RelvizError, SchemaError
 from relviz.errors import error_reason as _error_reason
 from relviz.privacy.measure import CURATOR_VIEW
-from relviz.schema import Attribute, FKProposal, ForeignKey, PrivacyUnit, Schema, propose_foreign_keys
+from relviz.schema import (
+    Attribute,
+    FKProposal,
+    ForeignKey,
+    PrivacyUnit,
+    Proposal,
+    Schema,
+    propose_foreign_keys,
+)
 
 _log = logging.getLogger(__name__)
 _UNDO_STEPS = 50  # undo steps kept (each holds references to frames, not copies)
+_PLACEHOLDER_CAP = 1000  # the cap infer_schema puts on FKs between private tables ("review them")
+_MAX_CATEGORIES = 200  # infer_schema's default max_categories
 
 __all__ = [
     "EditResult",
@@ -61,6 +78,7 @@ __all__ = [
     "column_family",
     "error_reason",
     "problem_dict",
+    "proposal_mark",
 ]
 
 
@@ -199,6 +217,9 @@ class SchemaDraft(EditHistory):
         self._degrees: dict[tuple[str, tuple[str, ...], str, tuple[str, ...]], np.ndarray] = {}
         self._problems: tuple[Schema, list[Problem]] | None = None
         self._proposals: list[FKProposal] = []
+        # what infer_schema proposed (Schema.proposals) and the curator's decisions on them
+        self._inferred: tuple[Proposal, ...] = tuple(self._schema.proposals)
+        self._reviewed: dict[str, tuple[str, str]] = {}  # proposal id -> (status, what it did)
         self._data_version = 0
         self._undo: list[tuple[tuple[Any, ...], EditResult]] = []  # (state before, the edit)
         self._committed = self._state()
@@ -225,15 +246,18 @@ class SchemaDraft(EditHistory):
 
     # -- undo ----------------------------------------------------------------------------------
     def _state(self) -> tuple[Any, ...]:
-        return (self._schema, self._frames, dict(self._removed_attributes), frozenset(self._rejected))
+        return (self._schema, self._frames, dict(self._removed_attributes), frozenset(self._rejected),
+                self._inferred, dict(self._reviewed))
 
     def _restore(self, state: tuple[Any, ...]) -> None:
-        schema, frames, removed, rejected = state
+        schema, frames, removed, rejected, inferred, reviewed = state
         if frames is not self._frames:
             self._set_frames(frames)
         self._schema = schema
         self._removed_attributes = dict(removed)
         self._rejected = set(rejected)
+        self._inferred = inferred
+        self._reviewed = dict(reviewed)
 
     def _set_frames(self, frames: dict[str, pd.DataFrame] | None) -> None:
         self._frames = frames
@@ -330,6 +354,136 @@ class SchemaDraft(EditHistory):
             if p.fk.name == name:
                 return p
         raise KeyError(f"no open proposal {name!r}")
+
+    # -- what infer_schema proposed (Schema.proposals) -----------------------------------------------
+    def _inferred_ids(self) -> list[tuple[str, Proposal]]:
+        """``(id, proposal)`` for each of ``Schema.proposals``, in their order; the id is
+        ``table.column:kind`` (``table:kind`` for a whole-table proposal), unique."""
+        out, seen = [], set()
+        for p in self._inferred:
+            base = f"{p.table}.{p.column}:{p.kind}" if p.column else f"{p.table}:{p.kind}"
+            pid, i = base, 1
+            while pid in seen:
+                i += 1
+                pid = f"{base}#{i}"
+            seen.add(pid)
+            out.append((pid, p))
+        return out
+
+    def _inferred_proposal(self, pid: str) -> Proposal:
+        for i, p in self._inferred_ids():
+            if i == pid:
+                return p
+        raise KeyError(f"no schema proposal {pid!r}")
+
+    def _attribute(self, table: str, column: str | None) -> Attribute | None:
+        if column is None or table not in self._schema.table_names:
+            return None
+        t = self._schema.table(table)
+        return next((a for a in t.attributes if a.name == column), None)
+
+    def _holds(self, p: Proposal) -> bool:
+        """Whether the schema still says what ``p`` proposed (an edit may have changed it since)."""
+        if p.table not in self._schema.table_names:
+            return False
+        t = self._schema.table(p.table)
+        a = self._attribute(p.table, p.column)
+        if p.kind == "public_table":
+            return t.public
+        if p.kind == "excluded":
+            return p.column in t.exclude
+        if p.kind == "datetime":
+            return a is not None and (a.kind == "datetime" or (a.kind == "numeric" and a.integer))
+        if p.kind == "integer":
+            return a is not None and a.kind == "numeric" and a.integer
+        if p.kind in ("categorical", "numeric"):
+            return a is not None and a.kind == p.kind
+        if p.kind in ("primary_key", "near_key"):
+            return ", ".join(t.primary_key) == p.column
+        if p.kind == "foreign_key":
+            return any(", ".join(fk.columns) == p.column for fk in self._schema.fks_from(p.table))
+        if p.kind == "key_format":
+            return p.column is not None and t.format_of(p.column) is not None
+        return True
+
+    def _reject_plan(self, p: Proposal) -> str | None:
+        """What rejecting ``p`` would do, in a few words (``None``: it cannot be rejected here)."""
+        if not self._holds(p):
+            return None
+        if p.kind == "public_table":
+            return "make the table private (a DP release instead of a verbatim copy)"
+        if p.kind == "integer":
+            return "keep the column numeric with fractional values allowed (integer=False)"
+        if p.kind == "datetime":
+            a = self._attribute(p.table, p.column)
+            s = self._column(p.table, p.column)
+            if a is None or a.kind != "datetime" or s is None or pd.api.types.is_datetime64_any_dtype(s):
+                return None  # epoch integers stay integers; a datetime column stays a datetime
+            return "keep the column as text: categorical over its observed values (excluded if they are too many)"
+        return None
+
+    def _accept_only(self, p: Proposal) -> str:
+        """Why ``p`` has no Reject (when :meth:`_reject_plan` is ``None``)."""
+        if not self._holds(p):
+            return "the schema no longer says it (an edit changed it)"
+        if p.kind == "excluded":
+            return "its values were left out of the data when they were loaded"
+        if p.kind in ("primary_key", "near_key", "foreign_key"):
+            return "keys and foreign keys are edited in the graph"
+        if p.kind == "datetime":
+            return ("the column holds datetimes (or epoch integers), not text"
+                    if self._frames is not None else "there are no data to read the text values from")
+        return "correct it in the schema's JSON if it is wrong"
+
+    def _column(self, table: str, column: str | None) -> pd.Series | None:
+        if self._frames is None or column is None or table not in self._frames:
+            return None
+        df = self._frames[table]
+        return df[column] if column in df.columns else None
+
+    def schema_proposals(self) -> list[dict[str, Any]]:
+        """What :func:`~relviz.schema.infer_schema` proposed (``Schema.proposals``, in the order
+        ``relviz schema`` prints them), each with the curator's decision (JSON-able).
+
+        Returns:
+            One dict per proposal: ``{"id", "table", "column", "kind", "mark"`` (a short label,
+            e.g. ``"excluded: identifier"``, see :func:`proposal_mark`), ``"proposal"`` (what the
+            schema says), ``"reason"`` (the evidence, plain words), ``"count", "examples",
+            "status"`` (``"open"``, ``"accepted"``, ``"rejected"``, or ``"changed"``: still open
+            but the schema no longer says this, an edit changed it), ``"note"`` (what a reject
+            did), ``"can_reject"`` and ``"reject"`` (what Reject would do, or why there is none)``}``.
+            Read from the data: a curator view.
+        """
+        out = []
+        for pid, p in self._inferred_ids():
+            status, note = self._reviewed.get(pid, ("open", ""))
+            holds = self._holds(p)
+            if status == "open" and not holds:
+                status = "changed"
+            plan = self._reject_plan(p) if status == "open" else None
+            out.append({"id": pid, "table": p.table, "column": p.column, "kind": p.kind,
+                        "mark": proposal_mark(p), "proposal": p.proposal, "reason": p.reason,
+                        "count": int(p.count), "examples": [_example_text(v) for v in p.examples],
+                        "status": status, "note": note, "can_reject": plan is not None,
+                        "reject": plan or self._accept_only(p)})
+        return out
+
+    def schema_review(self) -> dict[str, Any]:
+        """:meth:`schema_proposals` grouped per table (in the schema's table order) for the
+        panel: ``{"groups": [{"table", "public", "open", "items"}], "total", "open", "reviewed",
+        "view"}``; ``open`` counts the proposals not yet accepted or rejected."""
+        items = self.schema_proposals()
+        order = {n: i for i, n in enumerate(self._schema.table_names)}
+        tables = sorted(dict.fromkeys(it["table"] for it in items), key=lambda t: order.get(t, len(order)))
+        groups = []
+        for t in tables:
+            its = [it for it in items if it["table"] == t]
+            public = t in order and self._schema.table(t).public
+            groups.append({"table": t, "public": public, "items": its,
+                           "open": sum(it["status"] in ("open", "changed") for it in its)})
+        n_open = sum(g["open"] for g in groups)
+        return {"groups": groups, "total": len(items), "open": n_open,
+                "reviewed": len(items) - n_open, "view": CURATOR_VIEW}
 
     def problems(self) -> list[Problem]:
         """Every problem of the schema and, with data, of the data under it (all at once)."""
@@ -664,6 +818,99 @@ class SchemaDraft(EditHistory):
         self._rejected.add((p.fk.child, tuple(p.fk.columns), p.fk.parent))
         return self._done("reject", f"rejected the proposal {p.fk.label()}")
 
+    def accept_schema_proposal(self, pid: str) -> EditResult:
+        """Mark one of :meth:`schema_proposals` reviewed and kept as proposed (the schema does not
+        change; :meth:`undo` reopens it). Refused when it was already decided, or when the schema
+        no longer says what it proposed (an edit changed it since: undo that edit first)."""
+        try:
+            p = self._inferred_proposal(pid)
+        except KeyError as e:
+            return self._refuse("accept_inferred", error_reason(e))
+        status = self._reviewed.get(pid, ("open", ""))[0]
+        if status != "open":
+            return self._refuse("accept_inferred", f"{_where(p)} was already {status}")
+        if not self._holds(p):
+            return self._refuse("accept_inferred", f"the schema no longer says {p.proposal!r} for "
+                                f"{_where(p)} (an edit changed it); undo that edit to accept it")
+        self._reviewed[pid] = ("accepted", "")
+        return self._done("accept_inferred", f"accepted {_where(p)} — {proposal_mark(p)}: {p.proposal}")
+
+    def accept_schema_proposals(self, table: str | None = None) -> EditResult:
+        """Accept every open proposal (of ``table``, or of every table) that the schema still
+        says, in one edit (one undo step)."""
+        todo = [(pid, p) for pid, p in self._inferred_ids()
+                if (table is None or p.table == table) and pid not in self._reviewed and self._holds(p)]
+        if not todo:
+            return self._refuse("accept_inferred", "no open proposal to accept"
+                                + (f" in {table}" if table else ""))
+        for pid, _ in todo:
+            self._reviewed[pid] = ("accepted", "")
+        return self._done("accept_inferred", f"accepted {len(todo)} proposal(s)"
+                          + (f" of {table}" if table else ""))
+
+    def reject_schema_proposal(self, pid: str) -> EditResult:
+        """Undo one of :meth:`schema_proposals` in the schema and mark it rejected (one undo step).
+
+        ``public_table``: the table becomes private (the FKs from private tables into it get the
+        placeholder cap τ = 1000 that :func:`~relviz.schema.infer_schema` gives the FKs between
+        private tables: review them); ``integer``: the column stays numeric with fractional values
+        allowed; ``datetime`` (ISO 8601 text): the column stays text, categorical over its observed
+        values, or excluded when they are more than 200 or nearly all distinct (like other text).
+        Other kinds (and an ``excluded`` column, whose values were dropped when the data were
+        loaded) can only be accepted here; keys and FKs are edited in the graph.
+        """
+        try:
+            p = self._inferred_proposal(pid)
+        except KeyError as e:
+            return self._refuse("reject_inferred", error_reason(e))
+        status = self._reviewed.get(pid, ("open", ""))[0]
+        if status != "open":
+            return self._refuse("reject_inferred", f"{_where(p)} was already {status}")
+        if self._reject_plan(p) is None:
+            return self._refuse("reject_inferred", f"{_where(p)} cannot be rejected here: "
+                                f"{self._accept_only(p)}")
+        t = self._schema.table(p.table)
+        if p.kind == "public_table":
+            unit = self._schema.privacy_unit
+            if unit is not None and unit.entity == p.table:  # pragma: no cover - a public entity is refused
+                return self._refuse("reject_inferred", f"{p.table!r} is the protected entity")
+            new = self._schema.with_public(p.table, False)
+            caps = (new.privacy_unit or PrivacyUnit()).caps
+            capped = [fk.name for fk in new.foreign_keys if fk.parent == p.table
+                      and not new.table(fk.child).public and fk.name not in caps]
+            for name in capped:
+                new = new.with_cap(name, _PLACEHOLDER_CAP)
+            note = f"{p.table} is private" + (
+                f"; placeholder cap τ = {_PLACEHOLDER_CAP} on {', '.join(capped)}: review it" if capped else "")
+            self._schema = new
+        elif p.kind == "integer":
+            a = self._attribute(p.table, p.column)
+            assert a is not None
+            self._schema = self._schema.with_table(replace(
+                t, attributes=tuple(replace(a, integer=False) if x.name == a.name else x for x in t.attributes)))
+            note = f"{p.column} is numeric with fractional values allowed"
+        else:  # datetime written as ISO 8601 text: keep it as text
+            a = self._attribute(p.table, p.column)
+            s = self._column(p.table, p.column)
+            assert a is not None and s is not None and p.column is not None
+            values = s.dropna().astype(str)
+            n, n_uniq = len(values), int(values.nunique())
+            if n_uniq > _MAX_CATEGORIES or (n_uniq > 20 and n_uniq >= 0.9 * n):
+                self._schema = self._schema.with_table(replace(
+                    t, attributes=tuple(x for x in t.attributes if x.name != a.name),
+                    exclude=t.exclude + (p.column,)))
+                note = (f"{p.column} is excluded: {n_uniq:,} distinct text values in {n:,} rows, "
+                        "too many for a categorical")
+            else:
+                cat = Attribute.categorical(p.column, sorted(values.unique().tolist()),
+                                            nullable=a.nullable, provenance="inferred")
+                self._schema = self._schema.with_table(replace(
+                    t, attributes=tuple(cat if x.name == a.name else x for x in t.attributes)))
+                note = (f"{p.column} is categorical over its {n_uniq:,} observed text values "
+                        "(inferred: confirm the list is public)")
+        self._reviewed[pid] = ("rejected", note)
+        return self._done("reject_inferred", f"rejected {_where(p)} — {proposal_mark(p)}: {note}")
+
     def _repaired(self, how: str, fk: str | None) -> tuple[Database, Any]:
         """``Database.repair_orphans`` on the draft's data (cached for the preview → apply pair)."""
         key = (how, fk, self._schema, self._frames)
@@ -760,6 +1007,10 @@ class SchemaDraft(EditHistory):
         if not isinstance(schema, Schema):
             return self._refuse("set_schema", f"expected a Schema, got {type(schema).__name__}")
         self._schema = schema
+        if schema.proposals and schema.proposals != self._inferred:  # a newly inferred schema
+            self._inferred = tuple(schema.proposals)
+            ids = {pid for pid, _ in self._inferred_ids()}
+            self._reviewed = {k: v for k, v in self._reviewed.items() if k in ids}
         return self._done("set_schema", "schema replaced")
 
     def apply(self, request: Mapping[str, Any]) -> EditResult:
@@ -770,7 +1021,10 @@ class SchemaDraft(EditHistory):
         ``{"op": "set_entity", "table"}``, ``{"op": "set_unit", "kind", "entity"}``,
         ``{"op": "set_cap", "fk", "cap"}``, ``{"op": "set_cap_dp", "fk", "quantile", "rho",
         "candidates"}``, ``{"op": "accept", "fk"}``, ``{"op": "reject", "fk"}``,
-        ``{"op": "repair", "how", "fk"}``, ``{"op": "undo"}``. Anything else is refused.
+        ``{"op": "repair", "how", "fk"}``, ``{"op": "accept_inferred", "id"}`` (one of
+        :meth:`schema_proposals`; ``{"op": "accept_inferred", "table"}`` without ``id``: every
+        open one of the table), ``{"op": "reject_inferred", "id"}``, ``{"op": "undo"}``. Anything
+        else is refused.
         """
         op = str(request.get("op", ""))
         try:
@@ -800,6 +1054,13 @@ class SchemaDraft(EditHistory):
                 return self.accept_proposal(str(request["fk"]))
             if op == "reject":
                 return self.reject_proposal(str(request["fk"]))
+            if op == "accept_inferred":
+                if request.get("id"):
+                    return self.accept_schema_proposal(str(request["id"]))
+                t = request.get("table")
+                return self.accept_schema_proposals(None if t in (None, "") else str(t))
+            if op == "reject_inferred":
+                return self.reject_schema_proposal(str(request["id"]))
             if op == "repair":
                 return self.repair_orphans(request.get("how", "null"), request.get("fk") or None)
             if op == "undo":
@@ -855,10 +1116,34 @@ class SchemaDraft(EditHistory):
                       "name_match": p.name_match, "orphans": p.orphans,
                       "view": CURATOR_VIEW} for p in self.proposals()]
         return {"name": s.name, "nodes": nodes, "edges": edges, "proposals": proposals,
+                "review": self.schema_review(),
                 "entity": None if unit is None else unit.entity,
                 "unit": None if unit is None else unit.describe(),
                 "has_unit": unit is not None, "has_data": self.has_data,
                 "can_undo": self.can_undo, "undo": self.undo_label}
+
+
+_EXCLUDED_MARKS = (("identifier", "identifier"), ("personal data:", "personal data"),
+                   ("the name suggests personal data", "personal data or free text"),
+                   ("free text:", "free text"), ("every value is null", "empty column"))
+
+
+def proposal_mark(p: Proposal) -> str:
+    """A short label for a :class:`~relviz.schema.Proposal`, as the Schema panel marks it:
+    ``"excluded: identifier"``, ``"datetime"``, ``"public (small reference table)"``, …"""
+    if p.kind == "excluded":
+        why = next((label for start, label in _EXCLUDED_MARKS if p.reason.startswith(start)),
+                   "too many values" if "max_categories" in p.reason else "")
+        return f"excluded: {why}" if why else "excluded"
+    if p.kind == "datetime" and p.proposal.startswith("integer epoch"):
+        return "datetime (epoch integers)"
+    return {"primary_key": "primary key", "near_key": "near-key (duplicates)",
+            "foreign_key": "foreign key", "public_table": "public (small reference table)",
+            "key_format": "key format"}.get(p.kind, p.kind)
+
+
+def _where(p: Proposal) -> str:
+    return p.table + (f".{p.column}" if p.column else "")
 
 
 error_reason = _error_reason  # one rule for every refusal (relviz.errors.error_reason)

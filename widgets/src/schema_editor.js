@@ -187,11 +187,14 @@ function render({ model, el }) {
   const side = h("div", { class: "relviz-se-side" });
   const problemsBox = h("div", { class: "relviz-se-problems" });
   const unitsBox = h("div", { class: "relviz-se-units" });
+  // what infer_schema proposed (Schema.proposals), per table, to accept or reject (graph.review)
+  const reviewBox = h("div", { class: "relviz-se-review", hidden: true });
+  const collapsed = new Set(); // tables whose proposals the user folded away
   const hint = h("div", { class: "relviz-se-hint", text:
     "Drag from a child table onto its parent table to add a foreign key. Click a table or an arrow " +
     "to edit it (Delete removes a selected arrow). Dashed arrows are proposals from the data." });
   const root = h("div", { class: "relviz-se-root" }, toolbar, msg, confirmBox, form,
-    h("div", { class: "relviz-se-main" }, stage, side), hint, problemsBox, unitsBox);
+    h("div", { class: "relviz-se-main" }, stage, side), hint, reviewBox, problemsBox, unitsBox);
   el.appendChild(root);
 
   // Keys: stop JupyterLab's command-mode shortcuts (d,d deletes cells) inside the widget.
@@ -372,7 +375,7 @@ function render({ model, el }) {
     }
     put(side, h("h4", { text: "Schema" }),
       h("p", { text: `${g.nodes.length} tables, ${g.edges.length} foreign keys, ` +
-        `${g.proposals.length} proposal(s).` }),
+        `${g.proposals.length} proposed foreign key(s).` }),
       h("p", { class: "unitdesc", text: g.unit ? `Privacy unit: ${g.unit}.` : "No privacy unit yet: pick the protected entity above." }),
       g.proposals.length ? h("div", {}, h("h4", { text: "Proposed foreign keys" }),
         ...g.proposals.map((p) => h("div", { class: "propline" },
@@ -504,6 +507,59 @@ function render({ model, el }) {
           onclick: () => send({ op: "repair", how: "drop" }) }, "drop the rows…")) : null);
   }
 
+  // ---------------------------------------------------------------- proposals to review
+  function reviewRow(it) {
+    const open = it.status === "open" || it.status === "changed";
+    const ex = it.examples && it.examples.length ? ` (e.g. ${it.examples.join(", ")})` : "";
+    let action;
+    if (open) {
+      action = [
+        h("button", { class: "raccept", disabled: it.status === "changed",
+          title: it.status === "changed" ? "an edit changed this since: undo it to accept the proposal"
+            : "keep it as proposed", onclick: () => send({ op: "accept_inferred", id: it.id }) }, "Accept"),
+        it.can_reject ? h("button", { class: "rreject", title: `Reject: ${it.reject}`,
+          onclick: () => send({ op: "reject_inferred", id: it.id }) }, "Reject")
+          : h("span", { class: "ronly", title: `No Reject: ${it.reject}`, text: "accept only" }),
+      ];
+    } else {
+      action = h("span", { class: `rstate ${it.status}`, title: it.note || "",
+        text: it.status === "accepted" ? "✓ accepted" : "✗ rejected" });
+    }
+    return h("tr", { class: `rrow ${it.status}`, "data-id": it.id, "data-kind": it.kind },
+      h("td", { class: "rcol", text: it.column || "(table)" }),
+      h("td", { class: "rmark" }, h("span", { class: `rbadge k-${it.kind}`, text: it.mark })),
+      h("td", { class: "rwhat" },
+        h("div", { class: "rprop", text: it.proposal }),
+        h("div", { class: "rreason", text: it.reason + ex }),
+        it.status === "rejected" && it.note ? h("div", { class: "rnote", text: `Rejected: ${it.note}.` }) : null,
+        it.status === "changed" ? h("div", { class: "rnote", text: "Changed by an edit since it was proposed." }) : null),
+      h("td", { class: "ract" }, action));
+  }
+
+  function renderReview() {
+    const r = graph().review || {};
+    reviewBox.replaceChildren();
+    reviewBox.hidden = !r.total;
+    if (!r.total) return;
+    const groups = (r.groups || []).map((g) => {
+      const det = h("details", { class: "rtable", "data-table": g.table, open: !collapsed.has(g.table) },
+        h("summary", {}, h("span", { class: "rtname", text: g.table }),
+          h("span", { class: "rtmeta", text: ` ${g.public ? "public" : "private"} · ` +
+            (g.open ? `${g.open} to review` : "all reviewed") }),
+          g.open ? h("button", { class: "raccept-all", title: `Accept every open proposal of ${g.table} as it is`,
+            onclick: (ev) => { ev.preventDefault(); send({ op: "accept_inferred", table: g.table }); } },
+          "Accept the rest") : null),
+        h("table", { class: "rlist" }, g.items.map(reviewRow)));
+      det.addEventListener("toggle", () => { if (det.open) collapsed.delete(g.table); else collapsed.add(g.table); });
+      return det;
+    });
+    put(reviewBox, h("div", { class: "rhead", text: `Proposals to review (${r.open})` }),
+      h("div", { class: "rintro", text: `infer_schema read these ${r.total} proposals from the data ` +
+        `(${r.view}); ${r.reviewed} reviewed. Accept keeps one as proposed; Reject undoes it where ` +
+        "that is one clear edit; Undo takes a decision back." }),
+      groups);
+  }
+
   // ---------------------------------------------------------------- privacy units
   const fmtSigma = (x) => (x === null || x === undefined ? "—" : x >= 100 ? fmtInt(Math.round(x)) :
     x >= 10 ? x.toFixed(1) : x.toPrecision(2));
@@ -544,10 +600,11 @@ function render({ model, el }) {
         (u.view ? `Sizes in the tooltips are read from the data: ${u.view}.` : "") }));
   }
 
-  const onGraph = () => redraw();
+  const onGraph = () => { redraw(); renderReview(); };
   // A refused edit changes nothing in Python: redraw everything from Python's state so that no
   // control (a checkbox, a drop-down, a drawn edge) is left showing the refused value.
-  const onMessage = () => { renderMessage(); const m = model.get("message") || {}; if (m.ok === false) redraw(); };
+  const onMessage = () => { renderMessage(); const m = model.get("message") || {};
+    if (m.ok === false) { redraw(); renderReview(); } };
   const onProblems = () => renderProblems();
   const onSelected = () => { if (!cy) return; cy.elements().unselect();
     const s = model.get("selected") || "";
@@ -566,6 +623,7 @@ function render({ model, el }) {
   model.on("change:height", onHeight);
   model.on("change:units", onUnits);
   renderMessage();
+  renderReview();
   renderProblems();
   renderUnits();
   renderConfirm();
