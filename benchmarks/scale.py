@@ -1,0 +1,210 @@
+"""Cost as the database grows: TPC-H at several scale factors, degree method + MST, per backend.
+
+Run from the repository root::
+
+    python benchmarks/scale.py [--sf 0.1 1] [--backends pandas duckdb] [--epsilon 1]
+                               [--revisions] [--report] [--timeout 3600] [--out DIR]
+
+Issue 15, item 6. For every scale factor × measurement backend (``relviz.privacy.backends``:
+``pandas``, ``duckdb``, ``spark``) one child process (so that each peak is its own) runs
+``relviz.datasets.load("tpch", sf=…, revisions=False)`` — the generator's tables as written, about
+6·10⁶ line items at sf 1 (``--revisions`` applies the papers' revisions, which drop about two
+thirds of them) — and then the stages of ``relviz synth`` with the default plan
+(``Plan.default(schema, ε, 1e-6)``: MST for every private table, the degree method for every
+private FK):
+
+* ``load``: generate (first run only; the generator's output is cached on disk) and load;
+* ``fit``: ``RelationalSynthesizer.fit`` (caps, measurements, model fits);
+* ``measure``: the part of ``fit`` spent inside the backend's count queries (the floor: a
+  synthesizer cannot be faster than reading its counts; target: ``fit`` within 5× of it once the
+  data are large);
+* ``sample``: ``sample()`` (model sampling, linking, keys);
+* ``write``: every synthetic table to Parquet;
+* ``report`` (``--report`` only): the curator report (``relviz.evaluate.html.render_report``).
+
+Printed per run: rows, seconds per stage, peak resident memory per stage (Linux ``VmHWM`` reset
+through ``/proc/self/clear_refs``; see ``benchmarks/report_memory.py``) and the whole run's
+peak. Written to ``--out`` (default ``benchmarks/results/scale``): ``scale.csv``, ``scale.md`` and
+``scale.html`` (plotly, log–log: seconds per stage against line items, one line per stage and
+backend). Targets on the 2-core, 24 GB development machine (issue 15): sf 1 end to end ≤ 15 min
+and ≤ 6 GB; sf 10 completes with DuckDB within 16 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+STAGES = ("load", "fit", "measure", "sample", "write", "report")
+
+
+class TimedBackend:
+    """Wraps a count backend and adds up the seconds spent in its queries (the ``measure`` stage)."""
+
+    def __init__(self, inner) -> None:  # noqa: ANN001 - a relviz.privacy.backends.CountBackend
+        self.inner = inner
+        self.seconds = 0.0
+        self.queries = 0
+
+    def _timed(self, name: str, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        t0 = time.perf_counter()
+        try:
+            return getattr(self.inner, name)(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - t0
+            self.queries += 1
+
+    def marginal(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        return self._timed("marginal", *args, **kwargs)
+
+    def parent_counts(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        return self._timed("parent_counts", *args, **kwargs)
+
+    def cross(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        return self._timed("cross", *args, **kwargs)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - anything else the protocol grows
+        return getattr(self.inner, name)
+
+
+def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bool) -> dict:
+    """One scale factor with one backend, in this process; returns the row."""
+    from report_memory import PeakMeter
+
+    from relviz.datasets import load
+    from relviz.plan import Plan
+    from relviz.privacy.backends import get_backend
+    from relviz.synthesizer import RelationalSynthesizer
+
+    meter = PeakMeter()
+    row: dict = {"sf": sf, "backend": backend, "epsilon": epsilon, "revisions": revisions}
+
+    def stage(name: str, fn):  # noqa: ANN001, ANN202
+        meter.reset()
+        t0 = time.perf_counter()
+        out = fn()
+        row[f"{name}_s"] = round(time.perf_counter() - t0, 2)
+        row[f"{name}_peak_mb"] = round(meter.peak(), 0)
+        print(f"  sf {sf:g} {backend}: {name} {row[f'{name}_s']:.1f} s, peak {row[f'{name}_peak_mb']:.0f} MB",
+              flush=True)
+        return out
+
+    db = stage("load", lambda: load("tpch", sf=sf, revisions=revisions))
+    row.update({f"rows_{t}": len(db[t]) for t in ("orders", "lineitem")})
+    timed = TimedBackend(get_backend(backend))
+    syn = RelationalSynthesizer(Plan.default(db.schema, epsilon, 1e-6), random_state=0, backend=timed)
+    stage("fit", lambda: syn.fit(db))
+    row["measure_s"] = round(timed.seconds, 2)
+    row["measure_queries"] = timed.queries
+    fake = stage("sample", syn.sample)
+    with tempfile.TemporaryDirectory() as tmp:
+        stage("write", lambda: [fake[t.name].to_parquet(Path(tmp) / f"{t.name}.parquet")
+                                for t in fake.schema.tables])
+        if report:
+            from relviz.evaluate.html import render_report
+
+            stage("report", lambda: render_report(db, fake, Path(tmp) / "report.html"))
+    timed.close()
+    row["total_s"] = round(sum(row.get(f"{s}_s", 0.0) for s in STAGES if s != "measure"), 2)
+    row["fit_over_measure"] = round(row["fit_s"] / max(row["measure_s"], 1e-9), 1)
+    row["peak_mb"] = max(v for k, v in row.items() if k.endswith("_peak_mb"))
+    return row
+
+
+def _child(args: argparse.Namespace, sf: float, backend: str) -> dict:
+    cmd = [sys.executable, __file__, "--one", f"{sf:g}", backend, "--epsilon", str(args.epsilon)]
+    cmd += ["--revisions"] * args.revisions + ["--report"] * args.report
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, cwd=ROOT,
+                           env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    except subprocess.TimeoutExpired:
+        return {"sf": sf, "backend": backend, "error": f"timed out after {args.timeout} s"}
+    for line in p.stdout.splitlines():
+        if not line.startswith("{"):
+            print(line, flush=True)
+    last = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode or not last:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
+        return {"sf": sf, "backend": backend, "error": f"exit {p.returncode}: {' | '.join(tail)}",
+                "wall_s": round(time.perf_counter() - t0, 1)}
+    return json.loads(last[-1])
+
+
+def _markdown(df: pd.DataFrame) -> str:
+    """A GitHub Markdown table (pandas' ``to_markdown`` needs ``tabulate``, not a dependency)."""
+    def cell(v) -> str:  # noqa: ANN001
+        return "" if pd.isna(v) else (f"{v:g}" if isinstance(v, float) else str(v))
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def figure(df: pd.DataFrame, path: Path) -> None:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    ok = df[df.get("error").isna()] if "error" in df else df
+    for backend, part in ok.groupby("backend"):
+        part = part.sort_values("rows_lineitem")
+        for s in STAGES:
+            if f"{s}_s" in part and part[f"{s}_s"].notna().any():
+                fig.add_trace(go.Scatter(x=part["rows_lineitem"], y=part[f"{s}_s"].clip(lower=0.01),
+                                         mode="lines+markers", name=f"{s} ({backend})"))
+    fig.update_layout(title="relviz on TPC-H: seconds per stage against line items (log–log)",
+                      xaxis_title="line items", yaxis_title="seconds", xaxis_type="log",
+                      yaxis_type="log", template="plotly_white")
+    fig.write_html(path, include_plotlyjs="cdn")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--sf", nargs="+", type=float, default=[0.1, 1.0])
+    p.add_argument("--backends", nargs="+", default=["pandas", "duckdb"])
+    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--revisions", action="store_true")
+    p.add_argument("--report", action="store_true")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "scale")
+    p.add_argument("--one", nargs=2, metavar=("SF", "BACKEND"), help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.one:
+        row = one_run(float(args.one[0]), args.one[1], args.epsilon, args.revisions, args.report)
+        print(json.dumps(row), flush=True)
+        return
+    rows = []
+    for sf in args.sf:
+        for backend in args.backends:
+            print(f"sf {sf:g}, backend {backend}", flush=True)
+            rows.append(_child(args, sf, backend))
+            df = pd.DataFrame(rows)
+            args.out.mkdir(parents=True, exist_ok=True)
+            df.to_csv(args.out / "scale.csv", index=False)
+    df = pd.DataFrame(rows)
+    cols = [c for c in ("sf", "backend", "rows_lineitem", *(f"{s}_s" for s in STAGES), "fit_over_measure",
+                        "peak_mb", "total_s", "error") if c in df]
+    table = _markdown(df[cols])
+    (args.out / "scale.md").write_text(table + "\n")
+    print("\n" + table)
+    if "rows_lineitem" in df and df["rows_lineitem"].notna().any():
+        figure(df, args.out / "scale.html")
+        print(f"\nwrote {args.out / 'scale.csv'}, scale.md, scale.html")
+
+
+if __name__ == "__main__":
+    main()
