@@ -295,16 +295,17 @@ class Plan:
     def substitutions(self, schema: Schema, method: str) -> list[str]:
         """Plain-words lines for the edges whose method is not ``method`` (and why)."""
         from relviz.relational import get as get_edge_method
-        from relviz.relational import is_database_method
+        from relviz.relational import get_database, is_database_method
 
         out = []
-        caps = schema.privacy_unit.caps if schema.privacy_unit is not None else {}
         for c in self.edges:
             if c.method != method:
-                fk = schema.foreign_key(c.name)
-                if is_database_method(method) and schema.table(fk.parent).public and c.name not in caps:
-                    out.append(f"{c.name}: {c.method} instead of {method} (a public parent with no "
-                               f"declared cap τ: {method} models only capped FKs; declare τ to model it)")
+                # a database method that links some FKs itself says why (PrivLava's mixed mode)
+                reason = getattr(get_database(method), "linked_reason", None) \
+                    if is_database_method(method) else None
+                why = reason(schema, schema.foreign_key(c.name)) if reason else None
+                if why:
+                    out.append(f"{c.name}: {c.method} instead of {method} ({why})")
                     continue
                 try:
                     why = "; ".join(p.message for p in get_edge_method(method).problems(

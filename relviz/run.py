@@ -44,6 +44,7 @@ from relviz.progress import Observers, ProgressEvent
 if TYPE_CHECKING:  # pragma: no cover
     from relviz.database import Database
     from relviz.privacy.accountant import Accountant, LedgerEntry
+    from relviz.privacy.backends import CountBackend
     from relviz.privacy.session import SessionLedger
     from relviz.synthesizer import RelationalSynthesizer
 
@@ -226,7 +227,7 @@ class Run:
 
     def __init__(self, db: Database, plan: Plan | None = None, *, random_state: int | None = None,
                  scale: float = 1.0, allow_inferred: bool = False,
-                 session: SessionLedger | None = None, backend: str | object = "pandas") -> None:
+                 session: SessionLedger | None = None, backend: str | CountBackend = "pandas") -> None:
         self.db = db
         self.backend = backend
         self.session = session

@@ -44,6 +44,8 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from relviz.marginals import Workload, all_marginals, mixed_radix_codes
+
 __all__ = ["CountBackend", "Cross", "PandasBackend", "DuckDBBackend", "SparkBackend",
            "get_backend", "BACKENDS"]
 
@@ -91,11 +93,9 @@ class CountBackend(Protocol):
 
 
 def ravel(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
-    """Mixed-radix cell index (C order, first attribute most significant)."""
-    flat = np.zeros(codes.shape[0], dtype=np.int64)
-    for j, size in enumerate(sizes):
-        flat = flat * int(size) + codes[:, j]
-    return flat
+    """Mixed-radix cell index of every column of ``codes`` (C order, first attribute most
+    significant): :func:`relviz.marginals.mixed_radix_codes`."""
+    return mixed_radix_codes(codes, range(len(sizes)), sizes)
 
 
 def _dense(keys: np.ndarray, counts: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
@@ -134,15 +134,14 @@ class PandasBackend:
 
     def cross(self, child_codes: np.ndarray, parent_codes: np.ndarray, parent_index: np.ndarray,
               queries: Sequence[Cross]) -> list[np.ndarray]:
+        # relviz.marginals.all_marginals: endpoint codes gathered once, side codes cached per
+        # attribute subset (the cross-table workloads of bi-adjacency share them)
         keep = np.flatnonzero(parent_index >= 0)
-        child, parent = child_codes[keep], parent_codes[parent_index[keep]]  # gathered once
-        out = []
-        for q in queries:
-            codes = np.concatenate([child[:, list(q.child_cols)], parent[:, list(q.parent_cols)]],
-                                   axis=1)
-            out.append(np.bincount(ravel(codes, q.sizes),
-                                   minlength=math.prod(int(s) for s in q.sizes)).astype(np.int64))
-        return out
+        k = [len(q.child_cols) for q in queries]
+        wls = [Workload(tuple(q.child_cols), tuple(q.parent_cols), tuple(q.sizes[:i]), tuple(q.sizes[i:]))
+               for q, i in zip(queries, k)]
+        return [m.astype(np.int64) for m in all_marginals(child_codes, parent_codes, keep,
+                                                          parent_index[keep], wls, normalise_by=1.0)]
 
     def close(self) -> None:
         pass

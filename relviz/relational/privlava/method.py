@@ -191,11 +191,9 @@ class PrivLava:
         signal; ``"privlava"`` models every one (a missing τ is then a plan problem: declare one or
         use ``relviz.privacy.caps.with_dp_caps``); a linker name (``"degree"``, the preset
         ``privlava-degree``) links every one with that linker."""
-        caps = schema.privacy_unit.caps if schema.privacy_unit is not None else {}
         linker = "degree" if public == "auto" else public
         linked = {fk.name for fk in schema.private_foreign_keys
-                  if public != self.name and schema.table(fk.parent).public
-                  and not (public == "auto" and fk.name in caps)}
+                  if self.linked_reason(schema, fk, public=public) is not None}
         fks = [fk.name for fk in fk_order(schema, linked)]
         roots = _roots(schema, linked)
         n = len(fks) + len(roots) + len(linked)
@@ -205,6 +203,19 @@ class PrivLava:
         return [(f, "edge", self.name, share) for f in fks] + \
             [(f, "edge", linker, share) for f in sorted(linked)] + \
             [(t, "table", "mst", share) for t in roots]
+
+    def linked_reason(self, schema: Schema, fk: ForeignKey, *, public: str = "auto") -> str | None:
+        """Why :meth:`default_components` links ``fk`` with a linker instead of modelling it
+        (``None``: modelled). See :meth:`default_components` for ``public``."""
+        if public == self.name or not schema.table(fk.parent).public:
+            return None
+        if public != "auto":
+            return f"FKs to public parents are linked with {public}"
+        caps = schema.privacy_unit.caps if schema.privacy_unit is not None else {}
+        if fk.name in caps:
+            return None
+        return (f"a public parent with no declared cap τ: {self.name} models only capped FKs; "
+                "declare τ to model it")
 
     def _torch_device(self):  # noqa: ANN202
         """The torch device of the E-step scoring, or None for scipy.sparse (see ``device``)."""
