@@ -295,9 +295,12 @@ a cap on every private FK (PrivLava) where the dataset declares none (FKs to pub
 
 
 def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
-    """``(database, note)``: PrivLava and PrivPetal need τ on every private FK; uncapped ones get a DP
-    0.99-quantile cap charged to the run's ledger (the papers' non-private 99 % quantile, made
-    private: ``relviz.privacy.caps.with_dp_caps``)."""
+    """``(database, note)``: PrivLava and PrivPetal need τ on every private FK they model; uncapped
+    ones get a DP 0.99-quantile cap charged to the run's ledger (the papers' non-private 99 %
+    quantile, made private: ``relviz.privacy.caps.with_dp_caps``). PrivLava's default plan links
+    an uncapped FK to a public parent with the degree method (``PrivLava.linked_reason``), so it
+    gets no cap there (a DP cap would make PrivLava model it, the paper's mode, and cost the
+    budget its latent marginals need)."""
     import numpy as np
 
     from relviz.plan import Plan
@@ -309,11 +312,15 @@ def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
     unit = db.schema.privacy_unit
     missing = [fk.name for fk in db.schema.private_foreign_keys
                if unit is None or fk.name not in unit.caps]
+    if spec["method"] == "privlava":  # its default plan links uncapped FKs to public parents
+        from relviz.relational.privlava.method import PrivLava
+
+        missing = [n for n in missing if PrivLava().linked_reason(db.schema, db.schema.foreign_key(n)) is None]
     if not missing:
         return db, ""
     rho = CAP_SHARE * rho_from_epsilon_delta(spec["epsilon"], DELTA)
     out, rel = with_dp_caps(db, rho=rho, quantile=0.99, candidates=(1, 32),
-                            rng=np.random.default_rng([spec["seed"], 99]))
+                            rng=np.random.default_rng([spec["seed"], 99]), fks=missing)
     del Plan
     return out, "DP caps " + ", ".join(f"{r.fk} τ={r.tau}" for r in rel)
 

@@ -16,6 +16,7 @@ synthesizer usable and its ledger true.
 from __future__ import annotations
 
 import hashlib
+import math
 import secrets
 import time
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from relviz.privacy.backends import CountBackend
 from relviz.privacy.budget import Budget
 from relviz.privacy.caps import cap_releases_rho, charge_cap_releases
 from relviz.privacy.measure import CapReport, Curator, enforce_caps
+from relviz.privacy.postprocessing import SizeFact, reconcile_sizes
 from relviz.privacy.sensitivity import multipliers, truncation_stable
 from relviz.progress import CancelToken, ProgressEvent, Reporter, silent
 from relviz.relational import get as get_linker
@@ -93,6 +95,9 @@ class RelationalSynthesizer:
         accountant_: The run's accountant (``ledger_`` is its ledger).
         models_: ``{table: TableModel}``.
         links_: ``{fk name: FittedLink}``.
+        sizes_: ``{table: rows}`` (float) of the private tables when sizes are private (entity
+            unit): the reconciled sizes ``sample()`` draws (times ``scale``), see
+            ``relviz.privacy.postprocessing.reconcile_sizes``; empty under row-level units.
         cap_report_: What the cap enforcement removed (curator view).
         fit_seconds_: ``{component: seconds}``.
     """
@@ -180,6 +185,8 @@ class RelationalSynthesizer:
         self.curator_log_ = curator.log
         self.models_: dict[str, Any] = {}
         self.public_sizes_: dict[str, int] = {}
+        self.sizes_: dict[str, float] | None = None  # reconciled when first needed
+        self._reported_sizes: list[SizeFact] = []
         self.links_: dict[str, Any] = {}
         self.relations_: dict[str, Any] = {}
         self.fit_seconds_: dict[str, float] = {}
@@ -194,6 +201,7 @@ class RelationalSynthesizer:
 
         if plan.database_method is not None:  # the method owns every private table and FK
             self._fit_database(plan, curator, budget, mult, start)
+            self.sizes_ = {}  # the database method draws its own sizes
             self.fitted_ = True
             self._reporter("fit", "", start)(1.0, "fitted")
             return self
@@ -211,6 +219,12 @@ class RelationalSynthesizer:
             if mult.row_unit:  # table sizes are public facts under row-level units
                 self.public_sizes_[name] = curator.table(name).total()
             self.fit_seconds_[name] = time.perf_counter() - t0
+        # links that need no synthetic table first: what they release about the table sizes is
+        # reconciled with the tables' noisy totals when the first synthetic table is drawn
+        edges = [(c, get_linker(c.method, **c.params)) for c in plan.edges]
+        for comp, linker in edges:
+            if not linker.needs_synthetic_tables:
+                self._fit_edge(comp, linker, curator, budget, mult, start)
         for comp in plan.relations:
             fk1, fk2 = schema.fks_from(comp.table)
             t0 = time.perf_counter()
@@ -219,21 +233,63 @@ class RelationalSynthesizer:
             method = get_relation(comp.method, **comp.params)
             self.relations_[comp.table] = method.fit(
                 curator.link(fk1, fk2), budget(comp.name), schema=schema, multipliers=mult,
-                progress=rep, synthetic=self._fit_synthetic if method.needs_synthetic_tables else None)
+                progress=rep, synthetic=_FitTables(self) if method.needs_synthetic_tables else None)
             self.fit_seconds_[comp.name] = time.perf_counter() - t0
-        for comp in plan.edges:
-            fk = schema.foreign_key(comp.name)
-            t0 = time.perf_counter()
-            rep = self._reporter("fit", fk.name, start)
-            rep(0.0, f"{comp.method} on {fk.label()}")
-            linker = get_linker(comp.method, **comp.params)
-            self.links_[fk.name] = linker.fit(
-                curator.foreign_key(fk), budget(fk.name), schema=schema, multipliers=mult,
-                progress=rep, synthetic=self._fit_synthetic if linker.needs_synthetic_tables else None)
-            self.fit_seconds_[fk.name] = time.perf_counter() - t0
+        for comp, linker in edges:
+            if linker.needs_synthetic_tables:
+                self._fit_edge(comp, linker, curator, budget, mult, start)
+        self._sizes()
         self.fitted_ = True
         self._reporter("fit", "", start)(1.0, "fitted")
         return self
+
+    def _fit_edge(self, comp, linker, curator: Curator, budget, mult, start: float) -> None:  # noqa: ANN001
+        """Fit one FK's linker (its budget, progress and fit time recorded under the FK)."""
+        fk = self.schema_.foreign_key(comp.name)
+        t0 = time.perf_counter()
+        rep = self._reporter("fit", fk.name, start)
+        rep(0.0, f"{comp.method} on {fk.label()}")
+        self.links_[fk.name] = linker.fit(
+            curator.foreign_key(fk), budget(fk.name), schema=self.schema_, multipliers=mult,
+            progress=rep, synthetic=_FitTables(self) if linker.needs_synthetic_tables else None)
+        self.fit_seconds_[fk.name] = time.perf_counter() - t0
+
+    def _sizes(self) -> dict[str, float]:
+        """Synthetic sizes of the private tables when sizes are private (entity unit), fixed when
+        the first synthetic table is drawn (at fit time for methods that learn on the synthetic
+        tables, else at the end of fit): the tables' noisy totals reconciled with what the links
+        fitted so far (and :meth:`_FitTables.report_sizes`) released about them, and with the
+        public degree caps (``relviz.privacy.postprocessing.reconcile_sizes``; free
+        post-processing). Empty under row-level units, where sizes are public."""
+        if getattr(self, "sizes_", None) is None:  # (a synthesizer pickled before sizes_ existed)
+            self.sizes_ = self._reconciled_sizes(self.schema_, self.multipliers_)
+        return self.sizes_
+
+    def _reconciled_sizes(self, schema, mult) -> dict[str, float]:  # noqa: ANN001
+        if mult.row_unit:
+            return {}
+        start = {n: float(m.total) for n, m in self.models_.items()}
+        facts = [SizeFact({n: 1.0}, float(m.total), sd=math.sqrt(v), label=f"{n}: the mechanism's total")
+                 for n, m in self.models_.items()
+                 if math.isfinite(v := float(getattr(m, "total_variance", math.inf))) and v > 0]
+        facts += getattr(self, "_reported_sizes", [])
+        for link in self.links_.values():
+            facts += list(getattr(link, "size_facts", ()))
+        tied = {frozenset(f.coef) for f in facts if f.kind == "tie"}
+        caps = schema.privacy_unit.caps if schema.privacy_unit is not None else {}
+        for fk in schema.foreign_keys:  # the public cap where no tie already keeps it
+            if (fk.name in caps and frozenset((fk.child, fk.parent)) not in tied and not fk.nullable
+                    and fk.child != fk.parent
+                    and fk.child in start and fk.parent in start):
+                facts.append(SizeFact({fk.parent: float(caps[fk.name]), fk.child: -1.0}, 0.0, "at_least",
+                                      label=f"{fk.name}: children ≤ τ × parents"))
+        sizes = reconcile_sizes(facts, start)
+        moved = {n: (start[n], sizes[n]) for n in start if abs(sizes[n] - start[n]) >= 0.5}
+        if moved:
+            self.accountant_.notes.append(
+                "synthetic table sizes reconcile the noisy totals with the degree releases and caps "
+                "(post-processing): " + ", ".join(f"{n} {a:,.0f} → {b:,.0f}" for n, (a, b) in moved.items()))
+        return sizes
 
     def _fit_database(self, plan: Plan, curator: Curator, budget, mult, start: float) -> None:  # noqa: ANN001
         """Fit the plan's database method (PrivLava, Denorm) with one budget per component."""
@@ -288,7 +344,7 @@ class RelationalSynthesizer:
     def _rows(self, name: str, scale: float) -> int:
         """Synthetic rows of ``name``: the public size under row-level units, else the model's
         noisy total; times ``scale``."""
-        n = self.public_sizes_.get(name, self.models_[name].total)
+        n = self.public_sizes_.get(name, self._sizes().get(name, self.models_[name].total))
         return max(1, int(round(n * scale)))
 
     def _fit_synthetic(self, name: str) -> EncodedTable:
@@ -438,4 +494,22 @@ def _with_keys(schema, name: str, df: pd.DataFrame, n: int) -> pd.DataFrame:  # 
         out.setdefault(c, np.full(n, None, dtype=object))
     keys = pd.DataFrame(out)
     return pd.concat([keys, df.reset_index(drop=True)], axis=1)
+
+
+class _FitTables:
+    """The fit-time synthetic tables, by name, for a method that learns on them
+    (``RelationalSynthesizer._fit_synthetic``). A method that releases something about the table
+    sizes before it asks for a table (bi-adjacency's degree start) passes it to
+    :meth:`report_sizes` first, so that the sizes, fixed when the first table is drawn, use it."""
+
+    def __init__(self, synth: RelationalSynthesizer) -> None:
+        self._synth = synth
+
+    def __call__(self, name: str) -> EncodedTable:
+        return self._synth._fit_synthetic(name)
+
+    def report_sizes(self, facts) -> None:  # noqa: ANN001 - Sequence[SizeFact]
+        """Add size facts (ignored once the sizes are fixed: a table was drawn already)."""
+        if self._synth.sizes_ is None:
+            self._synth._reported_sizes.extend(facts)
 

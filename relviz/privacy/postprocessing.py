@@ -2,14 +2,21 @@
 
 Why relviz writes this itself: the Euclidean projection onto a scaled simplex is a few numpy lines
 (Held, Wolfe & Crowder 1974; Duchi et al., "Efficient projections onto the l1-ball", ICML 2008,
-Fig. 1), shared by the single-table and degree mechanisms.
+Fig. 1), shared by the single-table and degree mechanisms. :func:`reconcile_sizes` is relviz's
+glue between independently released totals (a bounded least-squares problem handed to SciPy).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
 import numpy as np
 
-__all__ = ["project_counts", "project_counts_moment", "project_monotone"]
+__all__ = ["SizeFact", "project_counts", "project_counts_moment", "project_monotone",
+           "reconcile_sizes"]
 
 
 def project_counts(y: np.ndarray, total: float) -> np.ndarray:
@@ -106,3 +113,89 @@ def project_monotone(y: np.ndarray, lower: float, upper: float) -> np.ndarray:
         sizes.append(s)
     out = np.repeat(np.asarray(means, dtype=np.float64), np.asarray(sizes, dtype=np.int64))
     return np.clip(out, lower, upper)
+
+
+@dataclass(frozen=True)
+class SizeFact:
+    """One linear fact about the sizes ``n_t`` of private tables: ``Σ_t coef[t]·n_t`` against
+    ``value``.
+
+    Attributes:
+        coef: ``{table: coefficient}``.
+        value: The right-hand side (a noisy count, or 0 for a tie).
+        kind: ``"estimate"`` (a noisy release of ``Σ coef·n``, standard deviation ``sd``),
+            ``"tie"`` (``Σ coef·n = value``, met as far as the other ties allow: e.g. children =
+            mean degree × parents) or ``"at_least"`` (``Σ coef·n ≥ value``: e.g. a public
+            degree cap, ``τ·parents − children ≥ 0``).
+        sd: Standard deviation of an estimate (``inf``: no information); unused otherwise.
+        label: Where the fact comes from (shown in the run's notes).
+    """
+
+    coef: Mapping[str, float]
+    value: float
+    kind: Literal["estimate", "tie", "at_least"] = "estimate"
+    sd: float = math.inf
+    label: str = ""
+
+
+TIE_WEIGHT = 1e4
+"""Weight of a tie or bound row relative to the most precise estimate (its residual is met to
+≈ 10⁻⁴ of that estimate's standard deviation)."""
+
+
+def reconcile_sizes(facts: Sequence[SizeFact], start: Mapping[str, float]) -> dict[str, float]:
+    """Table sizes closest to the noisy estimates (generalised least squares) that meet the ties
+    and bounds, every size ≥ 1.
+
+    Free post-processing of released values: the single-table mechanisms release each table's
+    total, the degree method the number of parents and the mean degree of every FK with a
+    private parent, and the degree caps τ are public; left alone these disagree (a child table
+    larger than τ × its parent table cannot be linked without breaking the cap). The solution
+    minimises ``Σ_estimates ((Σ coef·n − value)/sd)²`` with every tie and ``at_least`` bound as
+    a heavily weighted row (weight :data:`TIE_WEIGHT` over the smallest ``sd``; an ``at_least``
+    row gets a non-negative slack), solved by bounded-variable least squares
+    (``scipy.optimize.lsq_linear``). A vague prior at ``start`` (standard deviation 10⁶ times the
+    largest) settles a table that no estimate or tie reaches: it keeps ``start``.
+
+    Args:
+        facts: The facts (tables not in ``start`` are ignored with their facts).
+        start: ``{table: size}``, the mechanisms' own totals (the fall-back, ≥ 1 after
+            clipping).
+
+    Returns:
+        ``{table: size}`` (float ≥ 1) for every table of ``start``.
+    """
+    from scipy.optimize import lsq_linear
+
+    tables = list(start)
+    col = {t: i for i, t in enumerate(tables)}
+    facts = [f for f in facts if f.coef and all(t in col for t in f.coef)]
+    est = [f for f in facts if f.kind == "estimate" and math.isfinite(f.sd) and f.sd > 0]
+    hard = [f for f in facts if f.kind in ("tie", "at_least")]
+    if not est:
+        return {t: max(1.0, float(v)) for t, v in start.items()}
+    sd_min = min(f.sd for f in est)
+    # rows scaled so that an estimate's residual is in units of its sd; a vague prior at the
+    # start (sd 10⁶ × the largest) settles what nothing else reaches (and any rank deficiency)
+    vague = 1e6 * max(max(f.sd for f in est), *(abs(float(v)) + 1.0 for v in start.values()))
+    est = est + [SizeFact({t: 1.0}, float(start[t]), sd=vague, label="start") for t in tables]
+    n_slack = sum(f.kind == "at_least" for f in hard)
+    k = len(tables)
+    a = np.zeros((len(est) + len(hard), k + n_slack))
+    b = np.zeros(len(est) + len(hard))
+    for i, f in enumerate(est):
+        for t, c in f.coef.items():
+            a[i, col[t]] = c / f.sd
+        b[i] = f.value / f.sd
+    j = k
+    for i, f in enumerate(hard, start=len(est)):
+        w = TIE_WEIGHT / sd_min
+        for t, c in f.coef.items():
+            a[i, col[t]] = c * w
+        if f.kind == "at_least":  # Σ coef·n − s = value, s ≥ 0
+            a[i, j] = -w
+            j += 1
+        b[i] = f.value * w
+    lower = np.concatenate([np.ones(k), np.zeros(n_slack)])
+    x = lsq_linear(a, b, bounds=(lower, np.inf), method="bvls").x
+    return {t: float(max(1.0, x[col[t]])) for t in tables}

@@ -36,6 +36,11 @@ class TableModel(Protocol):
     total: float
     """Estimated number of rows (from noisy measurements)."""
 
+    total_variance: float
+    """Variance of ``total`` (``math.inf`` when unknown): how much the size reconciliation
+    (``relviz.privacy.postprocessing.reconcile_sizes``) trusts ``total`` against the other
+    released facts about the table's size."""
+
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``(n, n_attributes)`` int64 codes."""
         ...

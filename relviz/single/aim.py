@@ -69,7 +69,7 @@ from relviz.privacy.measure import PrivateTable
 from relviz.privacy.mechanisms import gaussian_sigma
 from relviz.progress import Reporter
 from relviz.schema import Table
-from relviz.single.mst import _mbi, global_numpy_seed
+from relviz.single.mst import _mbi, global_numpy_seed, mbi_total_variance
 from relviz.single.preprocess import RareMergeFit
 from relviz.single.registry import register
 
@@ -304,6 +304,7 @@ class AIMModel:
         rounds: Selection rounds run (the last one is the final round).
         stopped_by_time: Whether ``time_budget_s`` triggered the final round.
         measurements: The noisy releases ``(attributes, noisy counts, σ)`` the model was fitted to.
+        total_variance: Variance of ``total`` (``relviz.single.mst.mbi_total_variance``).
     """
 
     model: object
@@ -313,6 +314,7 @@ class AIMModel:
     rounds: int
     stopped_by_time: bool
     measurements: tuple[tuple[Clique, np.ndarray, float], ...] = ()
+    total_variance: float = math.inf
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         with global_numpy_seed(rng):
@@ -535,4 +537,5 @@ class AIM(RareMergeFit):
             final_iters = int(min(self.final_iters, max(50, left / max(t_iter, 1e-9))))
         model = fit_model(final_iters, model, 0.95, None)
         progress(1.0, "fitted")
-        return AIMModel(model, attrs, tuple(selected), float(model.total), rounds, by_time, tuple(released))
+        return AIMModel(model, attrs, tuple(selected), float(model.total), rounds, by_time, tuple(released),
+                        mbi_total_variance(_merged(mbi, released)))

@@ -32,11 +32,13 @@ class IndependentModel:
 
     Attributes:
         probabilities: One probability vector per attribute.
-        total: Estimated row count (inverse-variance mean of the noisy marginal sums).
+        total: Estimated row count (the mean of the noisy marginal sums).
+        total_variance: Variance of ``total``: ``σ²·Σ_j cells_j / d²`` for ``d`` marginal sums.
     """
 
     probabilities: tuple[np.ndarray, ...]
     total: float
+    total_variance: float = math.inf
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         cols = [rng.choice(len(p), size=n, p=p) for p in self.probabilities]
@@ -90,10 +92,10 @@ class Independent:
         d = len(data.attributes)
         progress(0.0, "measuring 1-way marginals")
         if d == 0:
-            noisy, _ = budget.gaussian(np.array([data.total()], float), rho=budget.rho,
+            noisy, sigma = budget.gaussian(np.array([data.total()], float), rho=budget.rho,
                                        sensitivity=histogram_sensitivity, label="row count",
                                        source="Gaussian mechanism (Bun & Steinke 2016)", integer=True)
-            return IndependentModel((), max(1.0, float(noisy[0])))
+            return IndependentModel((), max(1.0, float(noisy[0])), float(sigma) ** 2)
         exact = [data.marginal((a,)) for a in data.attributes]
         noisy, sigma = budget.gaussian(
             np.concatenate(exact), rho=budget.rho, sensitivity=histogram_sensitivity * math.sqrt(d),
@@ -106,4 +108,5 @@ class Independent:
             p = np.clip(y, 0, None)
             probs.append(p / p.sum() if p.sum() > 0 else np.full(len(p), 1 / len(p)))
         progress(1.0, "done")
-        return IndependentModel(tuple(probs), max(1.0, float(np.mean(totals))))
+        variance = float(sigma) ** 2 * sum(len(x) for x in exact) / d**2
+        return IndependentModel(tuple(probs), max(1.0, float(np.mean(totals))), variance)

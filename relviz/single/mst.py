@@ -63,6 +63,26 @@ def _mbi():  # noqa: ANN202
     return mbi
 
 
+def mbi_total_variance(measurements: list) -> float:
+    """Variance of the total mbi estimates from ``measurements`` (``math.inf`` when none counts).
+
+    mbi's ``estimation.minimum_variance_unbiased_total`` averages the sums of the identity
+    measurements (a compressed one carries a weighted query and is left out) with weights
+    ``1/(σ²·cells)``, the inverse variance of each sum; the average's variance is then
+    ``1/Σ 1/(σ²·cells)``. The size reconciliation (``relviz.privacy.postprocessing.
+    reconcile_sizes``) weighs a table's total by it.
+    """
+    from mbi.factor import Factor
+    from mbi.marginal_loss import DatavectorQuery
+
+    inv = 0.0
+    for m in measurements:
+        identity = isinstance(m.query, DatavectorQuery) or m.query == Factor.datavector
+        if identity and getattr(m.query, "use_for_total_estimation", True):
+            inv += 1.0 / (float(m.stddev) ** 2 * np.size(m.noisy_measurement))
+    return 1.0 / inv if inv > 0 else math.inf
+
+
 @contextlib.contextmanager
 def global_numpy_seed(rng: np.random.Generator):  # noqa: ANN201
     """Seed numpy's global RNG from ``rng`` for the duration (mbi samples with it), then restore."""
@@ -93,6 +113,7 @@ class MSTModel:
         measurements: The noisy releases the model was fitted to, ``(attributes, noisy counts
             (flat, C order, over the compressed domain), σ)``: PrivLava starts its tuple model
             from them (Cai, Xiao & Cormode 2023, Alg. 2 line 1).
+        total_variance: Variance of ``total`` (:func:`mbi_total_variance`).
     """
 
     model: object
@@ -101,6 +122,7 @@ class MSTModel:
     cliques: tuple[tuple[str, str], ...]
     total: float
     measurements: tuple[tuple[tuple[str, ...], np.ndarray, float], ...] = ()
+    total_variance: float = math.inf
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         with global_numpy_seed(rng):
@@ -289,7 +311,8 @@ class MST:
         progress(1.0, "fitted")
         released = tuple((tuple(m.clique), np.asarray(m.noisy_measurement, dtype=np.float64),
                           float(m.stddev)) for m in meas1 + meas2)
-        return MSTModel(model, attrs, mapping, tuple(selected), float(model.total), released)
+        return MSTModel(model, attrs, mapping, tuple(selected), float(model.total), released,
+                        mbi_total_variance(meas1 + meas2))
 
     @staticmethod
     def _compressed(x: np.ndarray, a: str, b: str, sizes: dict[str, int],
@@ -323,6 +346,10 @@ class _IndependentAsMST:
     @property
     def total(self) -> float:
         return self.inner.total  # type: ignore[attr-defined]
+
+    @property
+    def total_variance(self) -> float:
+        return self.inner.total_variance  # type: ignore[attr-defined]
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         return self.inner.sample(n, rng)  # type: ignore[attr-defined]

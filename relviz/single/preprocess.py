@@ -128,6 +128,10 @@ class MergedModel:
     def total(self) -> float:
         return float(self.inner.total)  # type: ignore[attr-defined]
 
+    @property
+    def total_variance(self) -> float:
+        return float(getattr(self.inner, "total_variance", math.inf))
+
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         codes = np.asarray(self.inner.sample(n, rng), dtype=np.int64).copy()  # type: ignore[attr-defined]
         for a, m in self.mapping.items():

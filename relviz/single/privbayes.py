@@ -95,6 +95,7 @@ class PrivBayesModel:
         conditionals: ``conditionals[i]``: ``(cells(parents), |X|)`` cumulative probabilities.
         sizes: Domain sizes in table order.
         total: Noisy row count n̂.
+        total_variance: Variance of ``total`` (the row count's noise: ``σ²`` or ``2b²``).
     """
 
     attributes: tuple[str, ...]
@@ -103,6 +104,7 @@ class PrivBayesModel:
     conditionals: tuple[np.ndarray, ...]
     sizes: tuple[int, ...]
     total: float
+    total_variance: float = math.inf
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         n = int(n)
@@ -225,11 +227,13 @@ class PrivBayes(RareMergeFit):
         # 0. noisy row count (θ-usefulness needs n) ----------------------------------------------
         progress(0.02, "measuring the row count")
         if self.noise == "laplace":
-            y, _ = budget.laplace(np.array([data.total()]), rho=rho_n, sensitivity=score_sensitivity,
+            y, b = budget.laplace(np.array([data.total()]), rho=rho_n, sensitivity=score_sensitivity,
                                   label="row count", source=SOURCE + " (n for θ-usefulness)", integer=True)
+            n_variance = 2.0 * float(b) ** 2
         else:
-            y, _ = budget.gaussian(np.array([data.total()]), rho=rho_n, sensitivity=histogram_sensitivity,
-                                   label="row count", source=SOURCE + " (n for θ-usefulness)", integer=True)
+            y, sigma_n = budget.gaussian(np.array([data.total()]), rho=rho_n, sensitivity=histogram_sensitivity,
+                                         label="row count", source=SOURCE + " (n for θ-usefulness)", integer=True)
+            n_variance = float(sigma_n) ** 2
         n_hat = max(float(y[0]), 1.0)
 
         # 1. degree k and the allowed parent sets (public: n̂, ρ₂, domains) --------------------
@@ -322,4 +326,4 @@ class PrivBayes(RareMergeFit):
             cum[:, -1] = 1.0
             conds.append(cum)
         progress(1.0, "fitted")
-        return PrivBayesModel(attrs, tuple(order), tuple(parents), tuple(conds), sizes, n_hat)
+        return PrivBayesModel(attrs, tuple(order), tuple(parents), tuple(conds), sizes, n_hat, n_variance)

@@ -246,6 +246,8 @@ class PrivSynModel:
         marginals: ``(attribute indices, consistent counts)``: every 1-way, then the selected pairs.
         total: Estimated rows (common total of the consistent marginals).
         update_iters, alpha0: GUM settings.
+        total_variance: Variance of ``total``, taken as that of the inverse-variance mean of the
+            noisy marginals' sums, ``1/Σ 1/(σ²·cells)`` (the weights consistency starts from).
     """
 
     attributes: tuple[str, ...]
@@ -254,6 +256,7 @@ class PrivSynModel:
     total: float
     update_iters: int = 50
     alpha0: float = 1.0
+    total_variance: float = math.inf
 
     @property
     def pairs(self) -> tuple[tuple[str, str], ...]:
@@ -393,5 +396,6 @@ class PrivSyn(RareMergeFit):
         consistent = make_consistent(marginals, sizes, iters=self.consistency_iters)
         total = max(float(consistent[0].sum()), 1.0)
         progress(1.0, "fitted")
+        inv = sum(1.0 / (float(m[2]) ** 2 * np.size(m[1])) for m in marginals)
         return PrivSynModel(attrs, sizes, tuple((m[0], c) for m, c in zip(marginals, consistent)), total,
-                            int(self.update_iters), float(self.alpha0))
+                            int(self.update_iters), float(self.alpha0), 1.0 / inv if inv > 0 else math.inf)

@@ -235,7 +235,6 @@ class BiadjacencyLinker(Settings):
         if synthetic is None:
             raise ValueError("bi-adjacency needs the synthetic tables while fitting")
         fk = rel.fk
-        child, parent = synthetic(fk.child), synthetic(fk.parent)
         settings = self.settings()
         rho_init = Fraction(0)
         degree_init = None
@@ -244,6 +243,10 @@ class BiadjacencyLinker(Settings):
             degree_init = DegreeLinker().fit(
                 rel, Budget(budget.accountant, budget.component, rho_init, budget.rng), schema=schema,
                 multipliers=multipliers, progress=progress)
+            report = getattr(synthetic, "report_sizes", None)
+            if report is not None:  # before the first table is drawn (private sizes: entity unit)
+                report(degree_init.size_facts)
+        child, parent = synthetic(fk.child), synthetic(fk.parent)
         start = _initial_parents(degree_init, child, parent, budget.rng, progress, fk.self_referential)
         linked = np.flatnonzero(start >= 0)
         out = np.full(child.n_rows, -1, dtype=np.int64)
