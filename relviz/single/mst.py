@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations
@@ -39,6 +38,7 @@ import networkx as nx
 import numpy as np
 
 from relviz.errors import ParameterError, Problem
+from relviz.mbi_runtime import import_mbi
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateTable
 from relviz.privacy.mechanisms import gaussian_sigma
@@ -53,14 +53,8 @@ SOURCE = "MST (McKenna, Miklau & Sheldon 2021), docs/methods/mst.md"
 
 
 def _mbi():  # noqa: ANN202
-    """Import mbi with float64 JAX (mbi 2.0 warns that float32 can stall for N > 100k)."""
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import mbi
-    return mbi
+    """Import mbi with float64 JAX (``relviz.mbi_runtime.import_mbi``)."""
+    return import_mbi()
 
 
 def mbi_total_variance(measurements: list) -> float:

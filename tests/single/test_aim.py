@@ -156,3 +156,17 @@ def test_aim_beats_independence_on_a_small_chain() -> None:
                                  histogram_sensitivity=1.0, score_sensitivity=1.0, progress=silent())
     tvd_ind = tvd2(real, ind.sample(len(real), np.random.default_rng(5)), SMALL_SIZES).mean()
     assert tvd_aim <= 0.5 * tvd_ind, (tvd_aim, tvd_ind)
+
+
+def test_final_fit_stops_at_the_time_budget(small) -> None:
+    """The final fit runs in blocks and reads the clock between them: with a budget already
+    spent it runs the minimum block only; with none it runs ``final_iters`` in full (the
+    privacy is the same either way: the ledger ends at ρ)."""
+    from relviz.single.aim import FINAL_MIN_ITERS
+
+    cut, acc = _fit(small, "1/2", **{**FAST, "final_iters": 400, "time_budget_s": 0.0})
+    assert cut.final_iterations == FINAL_MIN_ITERS
+    assert acc.spent() == Fraction(1, 2)
+    full, acc = _fit(small, "1/2", **{**FAST, "final_iters": 400})
+    assert full.final_iterations == 400
+    assert acc.spent() == Fraction(1, 2)

@@ -18,24 +18,19 @@ offer and PrivLava needs, which is why it is relviz's own code:
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from relviz.mbi_runtime import import_mbi
 
 __all__ = ["mbi", "fit_model", "clique_potentials", "model_marginal", "conditional_sample",
            "sample_categorical", "Calibrated", "calibrated"]
 
 
 def mbi():  # noqa: ANN201
-    """Import ``mbi`` with float64 JAX (float32 can stall for large totals)."""
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import mbi as _mbi
-    return _mbi
+    """Import ``mbi`` with float64 JAX (``relviz.mbi_runtime.import_mbi``)."""
+    return import_mbi()
 
 
 def fit_model(domain: Mapping[str, int], measurements: Sequence[tuple[tuple[str, ...], np.ndarray, float]],
