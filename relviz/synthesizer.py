@@ -342,8 +342,8 @@ class RelationalSynthesizer:
                             codes), rng
 
     def _rows(self, name: str, scale: float) -> int:
-        """Synthetic rows of ``name``: the public size under row-level units, else the model's
-        noisy total; times ``scale``."""
+        """Synthetic rows of ``name``: the public size under row-level units, else the reconciled
+        noisy size (:meth:`_sizes`); times ``scale``."""
         n = self.public_sizes_.get(name, self._sizes().get(name, self.models_[name].total))
         return max(1, int(round(n * scale)))
 
