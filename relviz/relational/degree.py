@@ -770,11 +770,9 @@ class DegreeLinker:
             counts = np.ones_like(counts)
         p = counts / counts.sum()
         link = DegreeLink(False, p, float(null_share), tau, None if len(edges) == tau + 1 else edges)
-        if not multipliers.row_unit:
-            sigma_hist = gaussian_sigma(multipliers.degree_release(fk.name, with_null=fk.nullable),
-                                        budget.rho)
+        if not multipliers.row_unit:  # σ: the histogram's, computed above
             link = replace(link, size_facts=self.size_facts(fk, link, float(hist_noisy.sum()),
-                                                            sigma_hist * float(np.sqrt(len(edges)))))
+                                                            sigma * float(np.sqrt(len(edges)))))
         progress(1.0, "fitted")
         return link
 
