@@ -508,6 +508,12 @@ class _FitTables:
     def __call__(self, name: str) -> EncodedTable:
         return self._synth._fit_synthetic(name)
 
+    def noisy_total(self, name: str) -> float | None:
+        """The table mechanism's released (noisy) total of ``name`` before reconciliation, or
+        ``None`` for a table without a fitted model (a public one)."""
+        model = self._synth.models_.get(name)
+        return float(model.total) if model is not None else None
+
     def report_sizes(self, facts) -> None:  # noqa: ANN001 - Sequence[SizeFact]
         """Add size facts (ignored once the sizes are fixed: a table was drawn already)."""
         if self._synth.sizes_ is None:

@@ -658,6 +658,28 @@ class DegreeLinker:
         sens = multipliers.degree_release(fk.name, with_null=fk.nullable)
         return {self._hist_label(tau) + null: gaussian_sigma(sens, rho)}
 
+    def cdf_noise(self, schema: Schema, fk: ForeignKey, rho: Fraction | float, *,
+                  multipliers: Multipliers) -> float | None:
+        """Typical largest noise of the released degree CDF, in parents (public; reads no data).
+
+        The Kolmogorov–Smirnov distance the degree metric measures is an error of the CDF, so
+        this scale, divided by the number of parents, is the KS error the release's noise alone
+        costs. Histogram release over ``K`` bins: the CDF at bin ``k`` sums ``k`` noisy cells,
+        a random walk whose largest excursion is of order ``σ·√K``. Cumulative release (tuple
+        unit): ``K`` independent cells, whose largest is about ``σ·√(2 ln K)``.
+
+        Returns:
+            That scale (parents), or ``None`` for a public parent (per-parent counts, no CDF).
+        """
+        if schema.table(fk.parent).public:
+            return None
+        (sigma,) = self.noise_scales(schema, fk, rho, multipliers=multipliers).values()
+        tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
+        if self._cumulative(multipliers, tau):
+            cells = len(cumulative_edges(tau) if self.bins == "auto" else np.arange(tau + 1))
+            return float(sigma * np.sqrt(2.0 * np.log(max(cells, 2))))
+        return float(sigma * np.sqrt(len(degree_bin_edges(tau, self.bins))))
+
     @staticmethod
     def _hist_label(tau: int) -> str:
         return f"degree histogram 0…{tau}"
