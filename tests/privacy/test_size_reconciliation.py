@@ -107,7 +107,7 @@ def test_the_ledger_notes_say_which_sizes_moved(galton_runs) -> None:
     """The reconciliation is post-processing, and the run says so: every run whose sizes moved by
     half a row or more lists them in the accountant's notes (shown with the ledger)."""
     db, runs = galton_runs
-    for syn, out in runs:
+    for syn, _out in runs:
         moved = [n for n in ("families", "children")
                  if abs(syn.sizes_[n] - syn.models_[n].total) >= 0.5]
         notes = [n for n in syn.accountant_.notes if n.startswith("synthetic table sizes reconcile")]
