@@ -16,8 +16,10 @@ random: their association with the parents' attributes is not modelled (document
 Counts. [J] §2.2 works under bounded DP, where the number of links ``m`` and the tables' sizes
 are public. In relviz they are public only under the row unit for a non-null 1:N FK (``m`` is then
 the child table's size); everywhere else (entity unit, nullable FK, many-to-many distinct pairs)
-``m`` changes between neighbours, so it is released with the Gaussian mechanism (``count_share``
-of the budget, sensitivity ``d``) and only the noisy ``m̂`` is used: the real link-count marginals
+``m`` changes between neighbours, so only an estimate ``m̂`` is used: for a one-to-many FK with the
+degree start, the start's number of linked synthetic children (released table sizes and null
+share: post-processing, no charge); otherwise ``m`` is released with the Gaussian mechanism
+(``count_share`` of the budget, sensitivity ``d``). The real link-count marginals
 are divided by ``m̂`` (a public number, so the sensitivities ``d/m̂`` of the TV scores and ``√2·d/m̂``
 of the measurements hold), and the synthetic many-to-many relation gets ``round(m̂)`` pairs for the
 fit-time synthetic tables (whose sizes are themselves noisy releases). No exact private count is
@@ -26,7 +28,8 @@ can add, remove or re-point) comes from the privacy unit's one neighbour definit
 (``Multipliers.edges_changed`` / ``Multipliers.pairs_changed``): see :func:`sensitivity_constant`.
 
 relviz extension (1:N, on by default): the relation starts from the DP degree baseline's
-assignment (``init="degree"``, costing ``init_share`` of the FK's budget: per-parent counts for a
+assignment (``init="degree"``, costing ``init_share`` of the FK's budget, by default a public rule
+that gives a noisy start more (:meth:`BiadjacencyLinker.degree_start_share`): per-parent counts for a
 public parent, the degree histogram (tuple unit: cumulative counts) for a private one, and the
 null share of a nullable FK) instead of a uniformly random parent per child ([R]).
 ``init="random"`` is the paper's start (not allowed for a nullable FK, whose null share must be
