@@ -84,6 +84,7 @@ class Params:
     merge_from: int | None = None
     rscore_mode: str = "per_size"
     sampling: str = "rounded"
+    slice_weights: str = "noise"
 
 
 # -- R-scores ------------------------------------------------------------------------------------
@@ -356,7 +357,8 @@ class _Run:
                                              source=SOURCE + " Alg. 3")
         dims = tuple(self.vdom(v) for v in canonical(_vars(key))[1][1:])
         arr, var, masked = npm_query_post(noisy, sigma, dims, lo, merge, self.n_noisy, self.N)
-        self.store.put(key, arr, var, masked, direct=True, provenance="measured")
+        self.store.put(key, arr, var, masked, direct=True, provenance="measured",
+                       base=np.where(np.isfinite(var), sigma ** 2, np.inf))
         self.queries += 1
         return True
 
@@ -369,8 +371,11 @@ class _Run:
             return None
         gl = model.sorted_vars(axes)
         y = np.transpose(e.arr[lo:], [list(axes).index(v) for v in gl])
-        mask = ~e.masked[lo:]
-        return Measurement(tuple(gl), y, None if mask.all() else mask.astype(np.float64))
+        if self.p.slice_weights == "noise":  # relviz (docs §8 D25): min(1, 1/c_s) per slice
+            mask = e.slice_weights()[lo:]
+        else:  # the spec's unweighted loss: masked slices out
+            mask = (~e.masked[lo:]).astype(np.float64)
+        return Measurement(tuple(gl), y, None if bool((mask == 1.0).all()) else mask)
 
     def model_in_key_axes(self, model: Model, axes: Sequence[Var]) -> np.ndarray:
         return model.marginal(list(axes))

@@ -203,6 +203,9 @@ class PrivPetal(Params):
         merge_from: Sizes ``merge_from…N`` are merged in NPM queries (None: no merging).
         rscore_mode: ``"per_size"`` ([P] Eq. 3) or ``"pooled"`` (the authors' code).
         sampling: ``"rounded"`` (variance-reduced) or ``"iid"``.
+        slice_weights: ``"noise"`` (default, relviz): each NPM slice's residual weighted by
+            ``min(1, 1/c)``, ``c`` the factor its rescaling to ``ñ_s`` multiplied its noise by
+            (docs §8 D25); ``"none"``: the spec's unweighted loss.
         split_above: Attributes with more codes are modelled as two digits (None: never).
         public_context: Hops of public parents whose attributes join a public referenced table.
 
@@ -237,6 +240,8 @@ class PrivPetal(Params):
             raise ParameterError("rscore_mode", "rscore_mode must be 'per_size' or 'pooled'")
         if self.sampling not in ("rounded", "iid"):
             raise ParameterError("sampling", "sampling must be 'rounded' or 'iid'")
+        if self.slice_weights not in ("noise", "none"):
+            raise ParameterError("slice_weights", "slice_weights must be 'noise' or 'none'")
         if (self.lam is not None and not self.lam > 0) or not self.max_cells > 0:
             raise ParameterError("lam", "lam and max_cells must be positive")
         if self.split_above is not None and (int(self.split_above) != self.split_above

@@ -283,7 +283,8 @@ def measured_tree(search: Sequence[tuple], sets: Sequence[tuple], order: Mapping
 @dataclass
 class Measurement:
     """A noisy marginal: ``vars`` (global order), ``y`` (axes in that order, counts), optional
-    ``mask`` over the first axis (``size``; False = left out of the loss), ``weight``."""
+    ``mask`` over the first axis (``size``): a weight per slice in ``[0, 1]`` on the residual
+    (0 = left out of the loss), ``weight``."""
 
     vars: tuple
     y: np.ndarray
@@ -371,8 +372,12 @@ class Model:
             loss = 0.0
             for m, (j, axes, shape) in zip(self.measurements, assign):
                 r = (mu[j].sum(axis=axes) if axes else mu[j]) - m.y
-                if m.mask is not None:
-                    r = r * m.mask.reshape((-1,) + (1,) * (r.ndim - 1))
+                if m.mask is not None:  # per-slice weights w: loss ½‖w·r‖², gradient w²·r
+                    w = m.mask.reshape((-1,) + (1,) * (r.ndim - 1))
+                    r = r * w
+                    loss += 0.5 * m.weight * float(np.vdot(r, r))
+                    grad[j] += (m.weight * r * w).reshape(shape)
+                    continue
                 loss += 0.5 * m.weight * float(np.vdot(r, r))
                 grad[j] += (m.weight * r).reshape(shape)
             return loss, mu, grad

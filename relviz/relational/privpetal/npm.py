@@ -410,6 +410,10 @@ class Entry:
         masked: ``(N + 1,)`` slices whose noisy total was ≤ 0 (left out of model losses).
         direct: Measured directly (not a roll-up).
         provenance: ``"group sizes"``, ``"measured"`` or ``"roll-up"``.
+        base: ``(N + 1,)`` the variance per cell of each slice before the rescaling to ``ñ_s``
+            (``σ²``, times the cells summed for a roll-up): ``var / base = c²``, the square of
+            the rescaling factor ``c = ñ_s / Σ noisy slice`` (:meth:`slice_weights`). ``None``:
+            the same as ``var``.
     """
 
     arr: np.ndarray
@@ -417,6 +421,21 @@ class Entry:
     masked: np.ndarray
     direct: bool
     provenance: str
+    base: np.ndarray | None = None
+
+    def slice_weights(self) -> np.ndarray:
+        """Per-slice weight ``min(1, 1/c_s)`` of the residual in a model's loss (relviz; docs
+        §8 D25): ``1/c_s = √(base/var)`` is the noise standard deviation a slice had before its
+        rescaling to ``ñ_s`` over the one it has after. A slice whose noisy total is a small
+        positive number is multiplied by a large ``c`` (noise included: values of ±10⁴ for a
+        slice of 20 groups on the census stand-in), and unweighted it dominates the fit; a
+        slice rescaled by ``c ≤ 1`` keeps weight 1 (the spec's unweighted loss). Private-PGM's
+        ``1/σ`` weighting, applied within one measurement. Masked slices: 0."""
+        base = self.var if self.base is None else self.base
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.sqrt(np.where(np.isfinite(self.var) & (self.var > 0), base / self.var, 1.0))
+        w = np.minimum(np.nan_to_num(w, nan=1.0, posinf=1.0), 1.0)
+        return np.where(self.masked, 0.0, w)
 
     def covers(self, lo: int) -> bool:
         """Whether every slice ``s ≥ lo`` is available (masked slices count as available)."""
@@ -443,10 +462,12 @@ class NPMStore:
         return e is not None and e.direct
 
     def put(self, key: Key, arr: np.ndarray, var: np.ndarray, masked: np.ndarray, *,
-            direct: bool, provenance: str, rollup: bool = True) -> None:
+            direct: bool, provenance: str, rollup: bool = True, base: np.ndarray | None = None) -> None:
         """Store ``arr`` (per slice, the lower-variance estimate wins; ties keep the earlier),
-        then its roll-ups ([P] Eq. 2; docs §3.6 ROLLUP)."""
-        self._merge(key, arr, var, masked, direct, provenance)
+        then its roll-ups ([P] Eq. 2; docs §3.6 ROLLUP). ``base``: :attr:`Entry.base` (``None``:
+        ``var``)."""
+        base = np.asarray(var if base is None else base, dtype=np.float64)
+        self._merge(key, arr, var, masked, direct, provenance, base)
         if not rollup:
             return
         for sub, axes in sub_keys(key):
@@ -455,19 +476,22 @@ class NPMStore:
             cells = int(np.prod([arr.shape[a] for a in axes])) if axes else 1
             if ckey != sub:  # letters out of canonical order: permute the axes
                 child, sub = _to_canonical(child, sub, ckey)
-            self._merge(ckey, child, var * cells, masked.copy(), False, "roll-up")
+            self._merge(ckey, child, var * cells, masked.copy(), False, "roll-up", base * cells)
 
     def _merge(self, key: Key, arr: np.ndarray, var: np.ndarray, masked: np.ndarray, direct: bool,
-               provenance: str) -> None:
+               provenance: str, base: np.ndarray) -> None:
         old = self.entries.get(key)
         if old is None:
-            self.entries[key] = Entry(arr.copy(), var.copy(), masked.copy(), direct, provenance)
+            self.entries[key] = Entry(arr.copy(), var.copy(), masked.copy(), direct, provenance, base.copy())
             return
         eff_new = np.where(masked, np.inf, var)
         eff_old = np.where(old.masked, np.inf, old.var)
         better = (eff_new < eff_old) | (~np.isfinite(old.var) & np.isfinite(var))
         if better.any():
             old.arr[better] = arr[better]
+            if old.base is None:
+                old.base = old.var.copy()
+            old.base[better] = base[better]
             old.var[better] = var[better]
             old.masked[better] = masked[better]
         if direct:
