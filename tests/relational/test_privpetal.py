@@ -1320,3 +1320,64 @@ def test_auto_lambda_interpolates_between_small_data_and_the_paper() -> None:
     run, _ = _run(lam=None)
     run.run()
     assert run.lam == auto_lambda(float(run.n_noisy.sum())) == 1.0
+
+
+# -- per-slice weights of NPM measurements (relviz, docs §8 D25) -------------------------------------
+
+def test_slice_weights_undo_the_rescaling_factor() -> None:
+    """A slice rescaled by ``c = ñ_s / Σ noisy`` has noise variance ``σ²c²`` against ``σ²``
+    before; its weight is ``min(1, 1/c)``; masked slices weigh 0; roll-ups keep the ratio."""
+    sigma2 = 4.0
+    c = np.array([np.inf, 0.5, 1.0, 2.0, 400.0])
+    var = sigma2 * c ** 2
+    masked = np.array([False, False, False, False, False])
+    e = npm.Entry(np.zeros((5, 2)), var, masked, True, "measured", np.full(5, sigma2))
+    assert np.allclose(e.slice_weights(), [1.0, 1.0, 1.0, 0.5, 1 / 400])
+    e.masked[2] = True
+    assert e.slice_weights()[2] == 0.0
+    store = npm.NPMStore(4)
+    key = npm.canonical([("H", 0), ("I", 1, 0)])[0]
+    store.put(key, np.ones((5,) + npm.key_dims(key, (2, 3), (2,))), var, np.zeros(5, bool), direct=True,
+              provenance="measured", base=np.full(5, sigma2))
+    rolled = store.entries[npm.canonical([("I", 1, 0)])[0]]
+    assert np.allclose(rolled.slice_weights()[1:], [1.0, 1.0, 0.5, 1 / 400])
+    assert npm.Entry(np.zeros(5), var, np.zeros(5, bool), True, "group sizes").slice_weights()[1:].tolist() == [1.0] * 4
+
+
+def test_weighted_fit_reaches_the_weighted_least_squares_optimum() -> None:
+    """Mirror descent with per-slice weights ``w`` minimises ``½ Σ ‖w·(μ − y)‖²``: for two
+    measurements of one variable with weights 1 and ½ the optimum is the mean of the ``y`` with
+    weights ``w²`` = 1 and ¼, (12, 8) and (2, 18) → (10, 10). (A gradient of ``w·r`` instead of
+    ``w²·r`` would stop at the ``w``-weighted mean, (8.67, 11.33).)"""
+    s = ("S",)
+    dom = {s: 2}
+    model = mrf.Model([s], dom, mrf.JTree([(s,)], [], dom), 20.0)
+    model.add(mrf.Measurement((s,), np.array([12.0, 8.0]), np.array([1.0, 1.0])))
+    model.add(mrf.Measurement((s,), np.array([2.0, 18.0]), np.array([0.5, 0.5])))
+    model.fit(2000, early_stop=False)
+    assert np.allclose(model.marginal([s]), [10.0, 10.0], atol=1e-3)
+
+
+def test_an_amplified_slice_no_longer_drags_the_size_marginal() -> None:
+    """The census failure in miniature: sizes ``ñ = (0, 100, 20)`` measured alone and inside an
+    NPM whose size-2 slice had a noisy total of 0.05, so its rescaling by ``c = 400`` made it
+    ``(9000, −8980)``. Unweighted (the spec's loss) the fit moves mass to size 2 to chase 9,000;
+    weighted by ``1/c`` the size marginal stays within 1 % of ``ñ``."""
+    S, H = ("S",), ("H", 0)
+    dom = {S: 3, H: 2}
+    n = np.array([0.0, 100.0, 20.0])
+    npm_y = np.array([[0.0, 0.0], [50.0, 50.0], [9000.0, -8980.0]])
+    var = np.array([np.inf, 1.0, 400.0 ** 2])
+    e = npm.Entry(npm_y, var, np.array([True, False, False]), True, "measured", np.ones(3))
+
+    def fit(weights: np.ndarray) -> np.ndarray:
+        model = mrf.Model([S, H], dom, mrf.JTree([(S, H)], [], dom), float(n.sum()))
+        model.add(mrf.Measurement((S,), n.copy()))
+        model.add(mrf.Measurement((S, H), npm_y, weights))
+        model.fit(300)
+        return model.marginal([S])
+
+    weighted = fit(e.slice_weights())
+    assert np.allclose(weighted, n, rtol=0.01, atol=1.0), weighted
+    unweighted = fit((~e.masked).astype(np.float64))
+    assert unweighted[2] > 2 * n[2], unweighted
