@@ -222,32 +222,45 @@ class BiadjacencyLinker(Settings):
             raise ParameterError("count_share", "count_share must be in (0, 1)")
 
     def degree_start_share(self, schema: Schema, fk: ForeignKey, rho: Fraction | float, *,
-                           multipliers: Multipliers, parents: float | None) -> Fraction:
+                           multipliers: Multipliers, parents: float | None,
+                           children: float | None = None) -> Fraction:
         """Share of the FK's ρ the degree start gets (public rule: reads no private data).
 
         A number given as ``init_share`` is used as is. ``"auto"``: the start's release at
         share ``s`` has σ larger by ``1/√s`` than the degree method's at the whole ρ, so the
-        Kolmogorov–Smirnov error its noise costs grows from about ``r`` to ``r/√s``, with
-        ``r`` = :meth:`DegreeLinker.cdf_noise` ÷ ``parents`` (the CDF's noise scale in parents
-        over the number of parents). The share is the smallest that keeps the added loss
-        ``r·(1/√s − 1)`` at :attr:`AUTO_KS_LOSS`, i.e. ``s = (1 + loss/r)^−2``, clipped to
-        [:attr:`AUTO_SHARE_MIN`, :attr:`AUTO_SHARE_MAX`] and rounded up to a hundredth. Where
-        the histogram is mostly noise (galton, 205 families, entity unit, ε ≤ 1:
-        ``r`` ≈ 0.15–0.29) the cross-table measurements are too, and the degree start takes
-        up to 95 %; on large tables (census 5,000 households: ``r`` ≈ 0.01) it stays at 70 %.
-        Measured in docs/methods/biadjacency.md §3.6.
+        Kolmogorov–Smirnov error its noise costs grows from about ``r`` to ``r/√s``. For a
+        private parent ``r`` = :meth:`DegreeLinker.cdf_noise` ÷ ``parents`` (the CDF's noise
+        scale in parents over the number of parents). For a public parent (noisy children per
+        parent, σ each) a count moves by about σ, which moves the CDF by σ times the density of
+        the counts, about ``1/μ`` with ``μ = children/parents`` the mean count: ``r = σ/μ``.
+        The share is the smallest that keeps the added loss ``r·(1/√s − 1)`` at
+        :attr:`AUTO_KS_LOSS`, i.e. ``s = (1 + loss/r)^−2``, clipped to [:attr:`AUTO_SHARE_MIN`,
+        :attr:`AUTO_SHARE_MAX`] and rounded up to a hundredth. Where the start is mostly noise
+        (galton, 205 families, entity unit, ε ≤ 1: ``r`` ≈ 0.15–0.29) the cross-table
+        measurements are too, and the degree start takes up to 95 %; on large tables (census
+        5,000 households: ``r`` ≈ 0.01) it stays at 70 %. Measured in
+        docs/methods/biadjacency.md §3.6.
 
         Args:
             parents: The number of parents as a public or already released number (under the
                 entity unit the parent table's noisy total), or ``None`` when none is at hand
                 (then the minimum share).
+            children: The same for the child table (public parents only).
         """
         if self.init_share != "auto":
             return to_fraction(self.init_share)
-        noise = DegreeLinker().cdf_noise(schema, fk, rho, multipliers=multipliers)
-        if noise is None or parents is None or not np.isfinite(parents):
+        if parents is None or not np.isfinite(parents):
             return self.AUTO_SHARE_MIN
-        r = noise / max(float(parents), 1.0)
+        if schema.table(fk.parent).public:
+            if children is None or not np.isfinite(children) or children <= 0:
+                return self.AUTO_SHARE_MIN
+            (sigma,) = DegreeLinker().noise_scales(schema, fk, rho, multipliers=multipliers).values()
+            r = float(sigma) * max(float(parents), 1.0) / float(children)
+        else:
+            noise = DegreeLinker().cdf_noise(schema, fk, rho, multipliers=multipliers)
+            if noise is None:
+                return self.AUTO_SHARE_MIN
+            r = noise / max(float(parents), 1.0)
         share = Fraction(int(np.ceil(100.0 / (1.0 + self.AUTO_KS_LOSS / r) ** 2)), 100)
         return min(max(share, self.AUTO_SHARE_MIN), self.AUTO_SHARE_MAX)
 
@@ -279,13 +292,16 @@ class BiadjacencyLinker(Settings):
         rho_init = Fraction(0)
         degree_init = None
         if self.init == "degree":
+            noisy_total = getattr(synthetic, "noisy_total", None)
+            parents: float | None = None
+            children: float | None = None
             if multipliers.row_unit:  # table sizes are public under row-level units
-                parents: float | None = float(rel.n_parent)
-            else:  # the parent table mechanism's noisy total (released), if the caller has it
-                noisy_total = getattr(synthetic, "noisy_total", None)
-                parents = noisy_total(fk.parent) if noisy_total is not None else None
+                parents, children = float(rel.n_parent), float(rel.child_rows())
+            elif noisy_total is not None:  # the table mechanisms' noisy totals (released)
+                parents = float(rel.n_parent) if schema.table(fk.parent).public else noisy_total(fk.parent)
+                children = noisy_total(fk.child)
             rho_init = budget.rho * self.degree_start_share(schema, fk, budget.rho, multipliers=multipliers,
-                                                            parents=parents)
+                                                            parents=parents, children=children)
             degree_init = DegreeLinker().fit(
                 rel, Budget(budget.accountant, budget.component, rho_init, budget.rng), schema=schema,
                 multipliers=multipliers, progress=progress)

@@ -56,6 +56,15 @@ def test_auto_degree_start_share_follows_the_start_noise() -> None:
     assert bia.degree_start_share(schema, fk, rho, multipliers=m, parents=None) == Fraction(7, 10)
     assert get("biadjacency", init_share=0.8).degree_start_share(
         schema, fk, rho, multipliers=m, parents=205.0) == Fraction(4, 5)
+    # public parent: r = σ/μ with μ = children/parents, the counts' scale
+    pub = schema.foreign_key("households.region->regions")
+    sigma_c = gaussian_sigma(m.parent_counts(pub.name), rho)
+    r_pub = sigma_c / (60 / 3)
+    want_pub = min(max(Fraction(int(-(-100 // (1 + 0.005 / r_pub) ** 2)), 100), Fraction(7, 10)),
+                   Fraction(19, 20))
+    assert bia.degree_start_share(schema, pub, rho, multipliers=m, parents=3.0, children=60.0) == want_pub
+    assert bia.degree_start_share(schema, pub, rho, multipliers=m, parents=3.0, children=1e9) == Fraction(7, 10)
+    assert bia.degree_start_share(schema, pub, rho, multipliers=m, parents=3.0, children=None) == Fraction(7, 10)
 
 
 def test_degree_start_gives_the_link_count_without_a_release() -> None:
