@@ -65,12 +65,13 @@ import networkx as nx
 import numpy as np
 
 from relviz.errors import ParameterError, Problem
+from relviz.mbi_runtime import import_mbi
 from relviz.privacy.budget import Budget, to_fraction
 from relviz.privacy.measure import PrivateTable
 from relviz.privacy.mechanisms import gaussian_sigma
 from relviz.progress import Reporter
 from relviz.schema import Table
-from relviz.single.mst import _mbi, global_numpy_seed, mbi_total_variance
+from relviz.single.mst import global_numpy_seed, mbi_total_variance
 from relviz.single.preprocess import RareMergeFit
 from relviz.single.registry import register
 
@@ -457,7 +458,7 @@ class AIM(RareMergeFit):
                                         score_sensitivity=score_sensitivity, progress=progress)
         if self.rounds is not None and self.rounds <= d:
             raise ParameterError("rounds", f"rounds = {self.rounds} must exceed the {d} attributes")
-        mbi = _mbi()
+        mbi = import_mbi()
         domain = mbi.Domain(attrs, [sizes[a] for a in attrs])
         rho_sel, rho_meas = self._shares(rho, d)
         alpha = to_fraction(self.alpha)

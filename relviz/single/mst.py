@@ -52,11 +52,6 @@ __all__ = ["MST", "MSTModel"]
 SOURCE = "MST (McKenna, Miklau & Sheldon 2021), docs/methods/mst.md"
 
 
-def _mbi():  # noqa: ANN202
-    """Import mbi with float64 JAX (``relviz.mbi_runtime.import_mbi``)."""
-    return import_mbi()
-
-
 def mbi_total_variance(measurements: list) -> float:
     """Variance of the total mbi estimates from ``measurements`` (``math.inf`` when none counts).
 
@@ -203,7 +198,7 @@ class MST:
 
     def fit(self, data: PrivateTable, budget: Budget, *, histogram_sensitivity: float,
             score_sensitivity: float, progress: Reporter) -> MSTModel:
-        mbi = _mbi()
+        mbi = import_mbi()
         attrs = tuple(data.attributes)
         sizes = dict(zip(attrs, data.sizes))
         d = len(attrs)

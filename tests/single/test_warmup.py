@@ -33,9 +33,9 @@ def test_warmup_fits_without_sampling() -> None:
     """One fit of the default plan (MST + degree); numpy's global generator is left alone, so a
     run sampling at the same time (mbi samples with it) is not disturbed. (Importing JAX draws
     from it once, jax/_src/clusters/k8s_cluster.py — as any first run's import does.)"""
-    from relviz.single.mst import _mbi
+    from relviz.mbi_runtime import import_mbi
 
-    _mbi()
+    import_mbi()
     state = np.random.get_state()
     seconds = wu.warmup()
     assert seconds > 0

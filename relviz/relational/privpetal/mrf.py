@@ -372,14 +372,13 @@ class Model:
             loss = 0.0
             for m, (j, axes, shape) in zip(self.measurements, assign):
                 r = (mu[j].sum(axis=axes) if axes else mu[j]) - m.y
+                g = r
                 if m.mask is not None:  # per-slice weights w: loss ½‖w·r‖², gradient w²·r
                     w = m.mask.reshape((-1,) + (1,) * (r.ndim - 1))
                     r = r * w
-                    loss += 0.5 * m.weight * float(np.vdot(r, r))
-                    grad[j] += (m.weight * r * w).reshape(shape)
-                    continue
+                    g = r * w
                 loss += 0.5 * m.weight * float(np.vdot(r, r))
-                grad[j] += (m.weight * r).reshape(shape)
+                grad[j] += (m.weight * g).reshape(shape)
             return loss, mu, grad
 
         loss, mu, grad = evaluate(theta)

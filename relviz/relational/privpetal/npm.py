@@ -432,10 +432,11 @@ class Entry:
         slice rescaled by ``c ≤ 1`` keeps weight 1 (the spec's unweighted loss). Private-PGM's
         ``1/σ`` weighting, applied within one measurement. Masked slices: 0."""
         base = self.var if self.base is None else self.base
-        with np.errstate(divide="ignore", invalid="ignore"):
-            w = np.sqrt(np.where(np.isfinite(self.var) & (self.var > 0), base / self.var, 1.0))
-        w = np.minimum(np.nan_to_num(w, nan=1.0, posinf=1.0), 1.0)
-        return np.where(self.masked, 0.0, w)
+        w = np.ones(self.var.shape)
+        ok = np.isfinite(self.var) & (self.var > 0) & np.isfinite(base)
+        w[ok] = np.minimum(1.0, np.sqrt(base[ok] / self.var[ok]))
+        w[self.masked] = 0.0
+        return w
 
     def covers(self, lo: int) -> bool:
         """Whether every slice ``s ≥ lo`` is available (masked slices count as available)."""
@@ -489,8 +490,6 @@ class NPMStore:
         better = (eff_new < eff_old) | (~np.isfinite(old.var) & np.isfinite(var))
         if better.any():
             old.arr[better] = arr[better]
-            if old.base is None:
-                old.base = old.var.copy()
             old.base[better] = base[better]
             old.var[better] = var[better]
             old.masked[better] = masked[better]
