@@ -71,6 +71,8 @@ def test_degree_start_gives_the_link_count_without_a_release() -> None:
     """Under the entity unit the number of links is private. With the degree start it is the
     start's number of linked synthetic children (released sizes, post-processing): no
     "number of links" entry in the ledger; with ``init="random"`` it is released."""
+    from fractions import Fraction
+
     from relviz.plan import Plan
     from relviz.synthesizer import RelationalSynthesizer
     from tests.privacy.neighbours import fixed_household_db
@@ -81,6 +83,8 @@ def test_degree_start_gives_the_link_count_without_a_release() -> None:
         plan = (Plan.default(db.schema, 1.0, 1e-6, method="degree")
                 .with_method(fk, "biadjacency", init=init, n_iters=2, workloads_per_iter=1))
         syn = RelationalSynthesizer(plan, random_state=0).fit(db)
+        assert syn.accountant_.spent() == Fraction(plan.rho_total)  # exact, with either start
+        assert syn.accountant_.spent(fk) == plan.rho_of(fk)
         labels = [e.label for e in syn.ledger_ if e.component == fk]
         assert any(lab.startswith("number of links") for lab in labels) == released, labels
         note = next(n for n in syn.accountant_.notes if n.startswith(fk))
