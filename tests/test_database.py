@@ -156,3 +156,52 @@ def test_row_counts_and_repr(tiny_db: Database) -> None:
     assert tiny_db.row_counts()["regions"] == 3
     assert "persons" in repr(tiny_db)
     assert np.isfinite(list(tiny_db.row_counts().values())).all()
+
+
+def _chunky_db() -> Database:
+    """One table whose first rows are all null in a text column and whose datetimes have a time of
+    day only in the last rows: a per-chunk decision would write them differently."""
+    from relviz.schema import Attribute, PrivacyUnit, Table
+
+    n = 30
+    t = pd.Timestamp("2021-03-01") + pd.to_timedelta(np.arange(n), unit="D")
+    t = t.where(np.arange(n) < n - 3, t + pd.Timedelta(hours=5))  # last 3 rows: 05:00
+    frame = pd.DataFrame({"id": np.arange(n),
+                          "s": [None] * 9 + ["a", "b", "c"] * 7,
+                          "x": np.where(np.arange(n) % 4 == 0, np.nan, np.arange(n) / 2),
+                          "t": t})
+    table = Table("r", ("id",), (Attribute.categorical("s", ["a", "b", "c"], nullable=True),
+                                 Attribute.numeric("x", 0, 20, bins=4, nullable=True),
+                                 Attribute("t", "datetime", lower="2021-01-01", upper="2021-12-31", bins=4)))
+    return Database(Schema((table,), (), PrivacyUnit("r")), {"r": frame})
+
+
+def test_writes_in_chunks_equal_one_piece(tmp_path, monkeypatch) -> None:
+    """SQLite, DuckDB and Parquet writes convert a chunk of rows at a time; with chunks of 7
+    rows (5 chunks, the first with no text and no time of day) the files hold the same rows as
+    with one chunk, and the same text as before chunking (dates with a time in every row)."""
+    import duckdb
+
+    import relviz.database as database
+
+    db = _chunky_db()
+    got = {}
+    for chunk in (7, 10**6):
+        monkeypatch.setattr(database, "WRITE_CHUNK_ROWS", chunk)
+        monkeypatch.setattr(database, "ARROW_CHUNK_ROWS", chunk)
+        d = tmp_path / str(chunk)
+        d.mkdir()
+        con = sqlite3.connect(db.to_sqlite(d / "db.sqlite"))
+        got[chunk, "sqlite"] = con.execute('SELECT id, s, x, t FROM "r" ORDER BY id').fetchall()
+        con.close()
+        con = duckdb.connect(str(db.to_duckdb(d / "db.duckdb")))
+        got[chunk, "duckdb"] = con.execute('SELECT * FROM "r" ORDER BY id').df()
+        con.close()
+        got[chunk, "parquet"] = pd.read_parquet(db.to_parquet(d / "pq")[0])
+    rows = got[7, "sqlite"]
+    assert rows == got[10**6, "sqlite"] and len(rows) == 30
+    assert rows[0] == (0, None, None, "2021-03-01 00:00:00") and rows[-1][3] == "2021-03-30 05:00:00"
+    pd.testing.assert_frame_equal(got[7, "duckdb"], got[10**6, "duckdb"])
+    pd.testing.assert_frame_equal(got[7, "parquet"], got[10**6, "parquet"])
+    pd.testing.assert_frame_equal(got[7, "parquet"], db["r"], check_dtype=False)
+    assert got[7, "duckdb"]["s"].isna().sum() == 9 and got[7, "duckdb"]["x"].isna().sum() == 8
