@@ -20,9 +20,10 @@ configuration of Chen, Li, Gong, McKenna & Wang, "Benchmarking Differentially Pr
    ρ shares ×4;
 3. when less than two rounds' worth of budget is left, or two more rounds (at the last round's
    measured time) would pass 80 % of ``time_budget_s``, run AIM's own final round with everything that is left (``ρ_sel = (1−α)·rest``,
-   ``ρ_meas = α·rest``), so the ledger ends at exactly ρ; a final fit (``final_iters``, run in
-   warm-started blocks of 100 with the clock read between blocks, so it stops — after at least 50 —
-   when the next block would pass ``time_budget_s``; post-processing) and sampling.
+   ``ρ_meas = α·rest``), so the ledger ends at exactly ρ; the final round's measurement is fitted only by the final fit
+   (``final_iters``, run in warm-started blocks of 100 with the clock read between blocks, so it
+   stops — after at least 50 — when the next block would pass ``time_budget_s``; post-processing),
+   not by a whole round's refit first; then sampling.
 
 Workload: all 2-way marginals with at most ``max_cells`` cells, weight 1 (the benchmark's
 configuration).
@@ -534,13 +535,15 @@ class AIM(RareMergeFit):
             selected.append(cl)
             frac = 0.05 + 0.85 * float(used / rho)
             progress(frac, f"round {rounds}: measured {' × '.join(cl)} (ρ {float(used / rho):.0%} used)")
+            if terminate:  # the final fit below refits with this measurement, in clock-checked
+                break      # blocks: no whole refit here that could overrun time_budget_s
             before = est[cl]
             t_fit = time.perf_counter()
             model = fit_model(self.iters, model, frac)
             t_iter = (time.perf_counter() - t_fit) / self.iters
             t_round = time.perf_counter() - t0
             after = model_marginals(model, [cl])[cl]
-            if not terminate and np.abs(after - before).sum() <= _SQRT_2_OVER_PI * sigma * cells[cl]:
+            if np.abs(after - before).sum() <= _SQRT_2_OVER_PI * sigma * cells[cl]:
                 rho_sel, rho_meas = 4 * rho_sel, 4 * rho_meas  # σ/2, 2ε (budget annealing)
 
         # 3. final fit ------------------------------------------------------------------------

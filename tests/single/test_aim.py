@@ -170,3 +170,24 @@ def test_final_fit_stops_at_the_time_budget(small) -> None:
     full, acc = _fit(small, "1/2", **{**FAST, "final_iters": 400})
     assert full.final_iterations == 400
     assert acc.spent() == Fraction(1, 2)
+
+
+def test_final_measurement_is_fitted_only_by_the_clocked_final_fit(small, monkeypatch) -> None:
+    """The final round's measurement goes straight to the final fit (blocks with the clock read
+    between them): no whole refit of ``iters`` iterations first, which could overrun the time
+    budget. With ``time_budget_s = 0``: the first fit (``iters``), then the minimum block only."""
+    from relviz.mbi_runtime import import_mbi
+    from relviz.single.aim import FINAL_MIN_ITERS
+
+    cls = import_mbi().estimation.MirrorDescent
+    calls = []
+    original = cls.estimate
+
+    def counting(self, *args, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        calls.append(kw.get("iters"))
+        return original(self, *args, **kw)
+
+    monkeypatch.setattr(cls, "estimate", counting)
+    m, acc = _fit(small, "1/2", **{**FAST, "final_iters": 400, "time_budget_s": 0.0})
+    assert m.rounds == 1 and acc.spent() == Fraction(1, 2)
+    assert calls == [FAST["iters"], FINAL_MIN_ITERS]
