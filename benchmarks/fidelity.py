@@ -303,7 +303,6 @@ def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
     budget its latent marginals need)."""
     import numpy as np
 
-    from relviz.plan import Plan
     from relviz.privacy.accountant import rho_from_epsilon_delta
     from relviz.privacy.caps import with_dp_caps
 
@@ -321,7 +320,6 @@ def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
     rho = CAP_SHARE * rho_from_epsilon_delta(spec["epsilon"], DELTA)
     out, rel = with_dp_caps(db, rho=rho, quantile=0.99, candidates=(1, 32),
                             rng=np.random.default_rng([spec["seed"], 99]), fks=missing)
-    del Plan
     return out, "DP caps " + ", ".join(f"{r.fk} τ={r.tau}" for r in rel)
 
 
