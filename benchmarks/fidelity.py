@@ -153,6 +153,8 @@ import traceback
 from collections.abc import Iterable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's relviz (not an editable install's)
+
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "fidelity"
 DELTA = 1e-6
 

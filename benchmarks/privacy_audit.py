@@ -95,6 +95,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's relviz (not an editable install's)
+
 import numpy as np
 import pandas as pd
 from scipy.special import logsumexp

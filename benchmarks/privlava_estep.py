@@ -10,7 +10,11 @@ Prints one line per backend: seconds (best of 3) and the largest posterior diffe
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's relviz (not an editable install's)
 
 import numpy as np
 
