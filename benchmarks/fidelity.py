@@ -302,7 +302,10 @@ def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
     quantile, made private: ``relviz.privacy.caps.with_dp_caps``). PrivLava's default plan links
     an uncapped FK to a public parent with the degree method (``PrivLava.linked_reason``), so it
     gets no cap there (a DP cap would make PrivLava model it, the paper's mode, and cost the
-    budget its latent marginals need)."""
+    budget its latent marginals need). PrivPetal's default plan likewise links an uncapped FK to
+    a public parent (and any FK with a cap above 64) with the degree method
+    (``PrivPetal.linked_reason``), except on TPC-H, where the paper models ``orders → customer``
+    and ``lineitem → partsupp`` ([P] §6.1's 50/25/25 split), so those get DP caps as before."""
     import numpy as np
 
     from relviz.privacy.accountant import rho_from_epsilon_delta
@@ -317,6 +320,10 @@ def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
         from relviz.relational.privlava.method import PrivLava
 
         missing = [n for n in missing if PrivLava().linked_reason(db.schema, db.schema.foreign_key(n)) is None]
+    elif spec["dataset"] != "tpch":  # PrivPetal's mixed mode, outside the paper's TPC-H setting
+        from relviz.relational.privpetal.method import PrivPetal
+
+        missing = [n for n in missing if PrivPetal().linked_reason(db.schema, db.schema.foreign_key(n)) is None]
     if not missing:
         return db, ""
     rho = CAP_SHARE * rho_from_epsilon_delta(spec["epsilon"], DELTA)

@@ -660,13 +660,20 @@ class Plan:
                 out.append(Problem("bad_share", "a component must get a positive share", c.name))
             if c.kind == "edge" and c.method != name:
                 fk = next((f for f in schema.foreign_keys if f.name == c.name), None)
-                linker_ok = fk is not None and schema.table(fk.parent).public and \
-                    getattr(get_database_class(name), "links_public_fks", False)
+                cls = get_database_class(name)
+                if fk is None:
+                    linker_ok = False
+                elif hasattr(cls, "may_link"):  # the method says which FKs a linker may take
+                    linker_ok = cls().may_link(schema, fk)
+                else:
+                    linker_ok = schema.table(fk.parent).public and \
+                        getattr(cls, "links_public_fks", False)
                 if not linker_ok:
+                    where = "an FK to a public parent, or one whose cap is above what it models" \
+                        if hasattr(cls, "may_link") else "an FK to a public parent"
                     out.append(Problem("mixed_methods", f"{name} models every FK to a private "
                                        f"parent; this FK names {c.method!r} (use {name} here; a "
-                                       "linker is possible only on an FK to a public parent)",
-                                       column=c.name))
+                                       f"linker is possible only on {where})", column=c.name))
                 else:
                     out += _method_problems(c, _linker_class, "unknown_method", schema, fk)
             elif c.kind == "relation":

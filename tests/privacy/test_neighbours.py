@@ -400,6 +400,7 @@ def _petal_schemas() -> list[Case]:
     # has Δ_null = max(1, τ_m) under the entity unit and 1 under the tuple unit
     hp_null = _petal_household_person_nullable()
     shop_null = _petal_shop(nullable_depot=True)
+    mixed = shop.with_privacy_unit(PrivacyUnit("orders", {fks[0].name: 4, fks[1].name: 2}))
     return [
         Case("petal-household-person-entity", household_person_schema(),
              dict(min_rows=2, max_rows=4, min_degree={"persons.hid->households": 1})),
@@ -418,13 +419,20 @@ def _petal_schemas() -> list[Case]:
         # removing an order removes up to 2 items with a null depot: Δ_null = x(e) = 2 (tight)
         Case("petal-two-fks-nullable-second-entity", shop_null,
              dict(min_rows=2, max_rows=4, min_degree={fks[1].name: 1})),
+        # mixed mode (docs/methods/privpetal.md §5.5): the uncapped FK to a public parent is
+        # linked with the degree method inside the PrivPetal plan, under both units
+        Case("petal-mixed-uncapped-public-parent-entity", mixed,
+             dict(min_rows=2, max_rows=4, min_degree={fks[1].name: 1})),
+        Case("petal-mixed-uncapped-public-parent-tuple", _petal_tuple(mixed),
+             dict(min_rows=2, max_rows=4, min_degree={fks[1].name: 1})),
     ]
 
 
 def _petal_plan(schema: Schema) -> Plan:
     plan = Plan.default(schema, 1e4, 1e-6, method="privpetal")
     for c in plan.edges:
-        plan = plan.with_params(c.name, **PETAL_PARAMS)
+        if c.method == "privpetal":  # (mixed mode: a linked FK keeps its linker's defaults)
+            plan = plan.with_params(c.name, **PETAL_PARAMS)
     assert not plan.problems(schema), plan.problems(schema)
     return plan
 
@@ -448,6 +456,9 @@ def test_privpetal_releases_within_declared_sensitivity(case: Case, data: st.Dat
     assert "NPM {" in labels and "h-scores" in labels and "R-scores" in labels, labels
     nullable = [fk for fk in case.schema.private_foreign_keys if fk.nullable]
     assert sum(r.label == "relviz: children with a null FK" for r in reference) == len(nullable)
+    linked = {c.name for c in plan.edges if c.method != "privpetal"}
+    assert linked == ({"items.depot->depots"} if "mixed" in case.id else set())
+    assert all(any(r.component == n for r in reference) for n in linked)  # the linker released
     violations = []
     for nb in nbrs:
         violations += compare_on_neighbour(reference, nb, plan)

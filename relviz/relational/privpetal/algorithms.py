@@ -289,8 +289,9 @@ class _Run:
 
     def __init__(self, fk: str, priv: PrivateFK, budget: Budget, plan: FKPlan, params: Params,
                  hnames: Sequence[str], inames: Sequence[str], rep: Callable[[float, str], None],
-                 seed: int) -> None:
+                 seed: int, public_groups: int | None = None) -> None:
         self.fk, self.priv, self.budget, self.plan, self.p = fk, priv, budget, plan, params
+        self.public_groups = public_groups
         self.hnames, self.inames = list(hnames), list(inames)
         self.N = priv.N
         self.hdom, self.idom = priv.hdom, priv.idom
@@ -642,7 +643,7 @@ class _Run:
         noisy = self.priv.release_sizes(self.budget, rho=plan.rho_n, sensitivity=plan.sens.vec,
                                         label="Alg. 1 line 1: group sizes ñ_s",
                                         source=SOURCE + " Alg. 1 line 1")
-        self.n_noisy = consistent_sizes(noisy)
+        self.n_noisy = consistent_sizes(noisy, self.public_groups)
         self.lam = auto_lambda(float(self.n_noisy.sum())) if p.lam is None else float(p.lam)
         n_null = 0.0
         if plan.rho_null > 0:  # a nullable FK: relviz's addition (docs §5.4), not in [P]
@@ -741,7 +742,7 @@ def auto_lambda(n_groups: float) -> float:
     return float(min(6.0, max(1.0, 6.0 * math.sqrt(max(n_groups, 0.0) / PAPER_GROUPS))))
 
 
-def consistent_sizes(noisy: np.ndarray) -> np.ndarray:
+def consistent_sizes(noisy: np.ndarray, groups: float | None = None) -> np.ndarray:
     """Non-negative group counts ``ñ_s`` (``s = 0…N``) closest to the noisy ones in L2 that keep
     their two unbiased totals: the number of groups ``Σ_s ñ_s`` and of children ``Σ_s s·ñ_s``
     (clipped to be feasible). Post-processing of Alg. 1 line 1's release (relviz; docs/methods/
@@ -749,8 +750,20 @@ def consistent_sizes(noisy: np.ndarray) -> np.ndarray:
     on the many empty large sizes into phantom groups — on galton (205 families, N = 15) at
     ε = 1, 1,544 synthetic children for 934 real ones.
 
+    The children total's noise grows as ``σ·√(Σ_s s²)`` (± 1,850 children for ``N = 60`` and
+    σ = 6.8): when the noisy total is infeasible (``≤ 0``, or ``≥ N`` children per group) it is
+    dropped and only the number of groups is kept (then the result is the L2 projection onto
+    ``{x ≥ 0, Σ x = groups}``). Clipping it instead gave no child at all, or every group at the
+    cap.
+
     Args:
         noisy: float array, shape ``(N + 1,)``.
+        groups: The exact number of groups when it is public (the referenced table is public:
+            released whole, never truncated): it replaces the noisy ``Σ_s ñ_s`` (no privacy
+            cost). With few groups and many sizes the noisy sum can be far off, or ≤ 0, which
+            left no group at all. (Not for a private referenced table under a row-level unit:
+            its size after the caps, and the number of children with a non-null FK, can change
+            with one row; the neighbour tests of docs/privacy.md catch the changed control flow.)
 
     Returns:
         float64 array, same shape, ``≥ 0``.
@@ -759,21 +772,26 @@ def consistent_sizes(noisy: np.ndarray) -> np.ndarray:
 
     y = np.asarray(noisy, dtype=np.float64)
     s = np.arange(y.size, dtype=np.float64)
-    groups = max(float(y.sum()), 0.0)
-    children = min(max(float(s @ y), 0.0), float(s[-1]) * groups)
+    groups = max(float(y.sum()) if groups is None else float(groups), 0.0)
+    children = float(s @ y)
     if groups <= 0.0:
         return np.zeros_like(y)
     scale = max(1.0, float(np.abs(y).max()))
-    w = 1e3  # the totals as heavily weighted rows: met to ~1e-6 relative
-    a = np.vstack([np.eye(y.size), w * np.ones((1, y.size)), w * s[None, :] / max(s[-1], 1.0)])
-    b = np.concatenate([y, [w * groups, w * children / max(s[-1], 1.0)]]) / scale
+    w = 1e3  # the totals as heavily weighted rows: met to ~1e-5 relative
+    a = np.vstack([np.eye(y.size), w * np.ones((1, y.size))])
+    b = np.concatenate([y, [w * groups]])
+    if 0.0 < children < float(s[-1]) * groups:  # a feasible children total: kept too
+        a = np.vstack([a, w * s[None, :] / max(s[-1], 1.0)])
+        b = np.concatenate([b, [w * children / max(s[-1], 1.0)]])
+    b = b / scale
     x = lsq_linear(a, b, bounds=(0.0, np.inf), method="bvls").x * scale
     return np.maximum(x, 0.0)
 
 
 def fit_fk(fk: str, priv: PrivateFK, budget: Budget, plan: FKPlan, params: Params,
            hnames: Sequence[str], inames: Sequence[str], rep: Callable[[float, str], None],
-           seed: int) -> FKFit:
+           seed: int, public_groups: int | None = None) -> FKFit:
     """Algorithm 1 of [P] on one FK (see the module docstring); every release charged to
-    ``budget`` as planned by ``plan``."""
-    return _Run(fk, priv, budget, plan, params, hnames, inames, rep, seed).run()
+    ``budget`` as planned by ``plan``. ``public_groups``: the number of referenced tuples of a
+    public referenced table, else ``None`` (see :func:`consistent_sizes`)."""
+    return _Run(fk, priv, budget, plan, params, hnames, inames, rep, seed, public_groups).run()

@@ -163,21 +163,27 @@ def decode(enc: Encoding, schema: Schema, table: str, codes: np.ndarray) -> Enco
 
 # -- order -----------------------------------------------------------------------------------------
 
-def relations(schema: Schema) -> list[str]:
-    """Private tables with a private FK, referenced relations first ([P] Alg. 4)."""
+def relations(schema: Schema, linked: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """Private tables with a modelled private FK (``linked`` FKs are left to a linker),
+    referenced relations first ([P] Alg. 4)."""
     return [t for t in schema.topological_order()
-            if not schema.table(t).public and schema.fks_from(t)]
+            if not schema.table(t).public and any(f.name not in linked for f in schema.fks_from(t))]
 
 
-def fk_order(schema: Schema, table: str) -> list[ForeignKey]:
-    """The FKs of ``table`` in MERGE order: to private parents first, then by name."""
-    return sorted(schema.fks_from(table), key=lambda f: (schema.table(f.parent).public, f.name))
+def fk_order(schema: Schema, table: str, linked: frozenset[str] | set[str] = frozenset()
+             ) -> list[ForeignKey]:
+    """The modelled FKs of ``table`` in MERGE order: to private parents first, then by name."""
+    return sorted((f for f in schema.fks_from(table) if f.name not in linked),
+                  key=lambda f: (schema.table(f.parent).public, f.name))
 
 
-def standalone(schema: Schema) -> list[str]:
-    """Private tables in no private FK (neither child nor parent): their own single-table model."""
-    parents = {fk.parent for fk in schema.private_foreign_keys}
-    return [t for t in schema.private_tables if not schema.fks_from(t) and t not in parents]
+def standalone(schema: Schema, linked: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """Private tables in no modelled private FK (neither child nor parent of one): their own
+    single-table model (a ``linked`` FK then joins two such tables, or one and a public parent)."""
+    modelled = [fk for fk in schema.private_foreign_keys if fk.name not in linked]
+    parents = {fk.parent for fk in modelled}
+    children = {fk.child for fk in modelled}
+    return [t for t in schema.private_tables if t not in children and t not in parents]
 
 
 # -- the method ------------------------------------------------------------------------------------
@@ -216,7 +222,7 @@ class PrivPetal(Params):
     name: ClassVar[str] = "privpetal"
     label: ClassVar[str] = "PrivPetal (permutation relations per FK)"
     gaussian_only: ClassVar[bool] = True
-    links_public_fks: ClassVar[bool] = False
+    links_public_fks: ClassVar[bool] = True
     preset: str = "relviz"
     split_above: int | None = 20
     public_context: int = 1
@@ -263,57 +269,115 @@ class PrivPetal(Params):
         return Params(**{f.name: getattr(self, f.name) for f in fields(Params)})
 
     # -- plan ----------------------------------------------------------------------------------
-    def default_components(self, schema: Schema, *, mechanism: str = "mst"
+    def default_components(self, schema: Schema, *, mechanism: str = "mst", public: str = "auto"
                            ) -> list[tuple[str, str, str, Fraction]]:
-        """One edge component per private FK and one table component per private table in no
-        FK. Shares (a public rule, [P] §5 "more FKs means less per FK"): equal per private relation
-        (and per stand-alone table), split equally among the relation's FKs — TPC-H: ``orders →
-        customer`` 1/2, the two ``lineitem`` FKs 1/4 each ([P] §6.1's 50/25/25)."""
-        rels = relations(schema)
-        alone = standalone(schema)
-        n = len(rels) + len(alone)
+        """One edge component per modelled private FK and one table component per private table
+        in no modelled FK. Shares (a public rule, [P] §5 "more FKs means less per FK"): equal per
+        private relation (and per stand-alone table and per linked FK), split equally among the
+        relation's FKs — TPC-H with caps on its four FKs: ``orders → customer`` 1/2, the two
+        ``lineitem`` FKs 1/4 each ([P] §6.1's 50/25/25).
+
+        Mixed mode (relviz's, as PrivLava's; docs/methods/privpetal.md §5.5): an FK that PrivPetal
+        cannot model — a public parent with no declared cap ``N``, or a cap above
+        :data:`MAX_CAP` (one model per slot) — is linked with the degree method instead
+        (:meth:`linked_reason`; ``Plan.substitutions`` lists it with the reason). ``public``:
+        ``"auto"`` (default) as said; ``"privpetal"`` links nothing (every FK must then be
+        modellable, else ``plan_problems`` says why); a linker name (``"degree"``) links every FK
+        to a public parent with it, and the over-cap ones as in ``"auto"``."""
+        linker = "degree" if public in ("auto", self.name) else public
+        linked = {fk.name for fk in schema.private_foreign_keys
+                  if self.linked_reason(schema, fk, public=public) is not None}
+        rels = relations(schema, linked)
+        alone = standalone(schema, linked)
+        n = len(rels) + len(alone) + len(linked)
         if n == 0:
             return []
         out: list[tuple[str, str, str, Fraction]] = []
         for r in rels:
-            fks = fk_order(schema, r)
+            fks = fk_order(schema, r, linked)
             out += [(f.name, "edge", self.name, Fraction(1, n * len(fks))) for f in fks]
+        out += [(f, "edge", linker, Fraction(1, n)) for f in sorted(linked)]
         out += [(t, "table", mechanism, Fraction(1, n)) for t in alone]
         return out
 
+    def linked_reason(self, schema: Schema, fk: ForeignKey, *, public: str = "auto") -> str | None:
+        """Why :meth:`default_components` links ``fk`` with a linker instead of modelling it
+        (``None``: modelled; see :meth:`default_components` for ``public``)."""
+        if public == self.name:
+            return None
+        unit = schema.privacy_unit
+        cap = unit.caps.get(fk.name) if unit is not None else None
+        if cap is not None and int(cap) > MAX_CAP:
+            return (f"its cap N = {int(cap)} is above {MAX_CAP}: {self.name} models one slot per "
+                    f"group member (N × child attributes models); lower the cap to model it")
+        if not schema.table(fk.parent).public:
+            return None
+        if public != "auto":
+            return f"FKs to public parents are linked with {public}"
+        if cap is None:
+            return (f"a public parent with no declared cap N: {self.name} models only capped FKs; "
+                    "declare N (or use --dp-caps) to model it")
+        return None
+
+    def may_link(self, schema: Schema, fk: ForeignKey) -> bool:
+        """Whether a plan may give ``fk`` a linker in place of PrivPetal: an FK to a public
+        parent, or one whose cap is above :data:`MAX_CAP` (its parent then gets its own model
+        when no modelled FK generates it)."""
+        unit = schema.privacy_unit
+        cap = unit.caps.get(fk.name) if unit is not None else None
+        return schema.table(fk.parent).public or (cap is not None and int(cap) > MAX_CAP)
+
+    def _linked(self, components: tuple[Any, ...]) -> set[str]:
+        return {c.name for c in components if c.kind == "edge" and c.method != self.name}
+
     def plan_problems(self, schema: Schema, components: tuple[Any, ...]) -> list[Problem]:
+        from relviz.relational.registry import LINKERS
+
         out = list(unit_problems(schema))
+        linked = self._linked(components)
         for c in components:
             if c.kind == "edge" and c.method == self.name:
                 try:
                     self.for_component(c)
                 except (TypeError, ValueError) as e:
                     out.append(Problem("bad_parameter", f"privpetal: {e}", column=c.name))
+            elif c.kind == "edge":
+                try:
+                    if LINKERS.get_class(c.method).needs_synthetic_tables:
+                        out.append(Problem("unsupported_linker", f"{c.method} learns on the "
+                                           "synthetic tables while fitting, which PrivPetal's "
+                                           "generated tables do not provide; use degree",
+                                           column=c.name))
+                except KeyError:
+                    pass
         names = {(c.name, c.kind) for c in components}
         unit = schema.privacy_unit
         for fk in schema.private_foreign_keys:
             if (fk.name, "edge") not in names:
                 out.append(Problem("missing_component", "PrivPetal models every private FK: add "
                                    "this FK to the plan", column=fk.name))
+            if fk.name in linked:
+                continue
             if fk.self_referential:
                 out.append(Problem("unsupported_fk", "PrivPetal needs an acyclic FK graph; a "
                                    "self-referential FK is a cycle", column=fk.name))
             cap = unit.caps.get(fk.name) if unit is not None else None
             if unit is not None and cap is None:
                 out.append(Problem("missing_cap", "PrivPetal needs a public group-size cap N on "
-                                   "every private FK (e.g. --dp-caps)", column=fk.name))
+                                   "every FK it models (e.g. --dp-caps)", column=fk.name))
             elif cap is not None and int(cap) > MAX_CAP:
                 out.append(Problem("cap_too_large", f"PrivPetal models one slot per group member: "
                                    f"N = {cap} needs {cap} × (child attributes) models; caps up to "
-                                   f"{MAX_CAP} are supported (lower the cap)", column=fk.name))
-        alone = set(standalone(schema))
+                                   f"{MAX_CAP} are supported (lower the cap, or link this FK with "
+                                   "the degree method)", column=fk.name))
+        alone = set(standalone(schema, linked))
         for c in components:
             if c.kind == "table" and c.name not in alone:
                 out.append(Problem("generated_table", "PrivPetal generates this table from its "
                                    "FKs (it gets no model of its own): remove the component", c.name))
         for t in sorted(alone - {c.name for c in components if c.kind == "table"}):
             out.append(Problem("missing_component", "PrivPetal needs a single-table model of this "
-                               "private table (it is in no FK)", t))
+                               "private table (it is in no FK it models)", t))
         return out
 
     def _fk_plan(self, schema: Schema, fk: ForeignKey, rho: Fraction, mult: Multipliers):  # noqa: ANN202
@@ -333,6 +397,11 @@ class PrivPetal(Params):
         ``σ_M`` and ``σ_h`` (with ``k`` candidates) of docs §4.3, and for a nullable FK the σ of
         the null-children count (relviz's addition); for a stand-alone table, its mechanism's."""
         rho = Fraction(rho)
+        if component.kind == "edge" and component.method != self.name:  # a linker (mixed mode)
+            from relviz.relational.registry import LINKERS
+
+            return dict(LINKERS.get(component.method, **component.params).noise_scales(
+                schema, schema.foreign_key(component.name), rho, multipliers=multipliers))
         if component.kind == "table":
             from relviz.single import get as get_mechanism
 
@@ -369,8 +438,9 @@ class PrivPetal(Params):
         public_rows: dict[str, np.ndarray] = {}
         fits: dict[str, FKFit] = {}
         comps = {c.name: c for c in components if c.kind == "edge"}
-        for rel in relations(schema):
-            for fk in fk_order(schema, rel):
+        linked = frozenset(self._linked(components))
+        for rel in relations(schema, linked):
+            for fk in fk_order(schema, rel, linked):
                 rep = progress(fk.name)
                 rep(0.0, f"Algorithm 1 on {fk.label()}")
                 me = self.for_component(comps.get(fk.name))
@@ -397,8 +467,11 @@ class PrivPetal(Params):
                 M = me.member_cap if me.member_cap is not None else min(N, 10)  # noqa: N806
                 priv = PrivateFK(hcodes, icodes, parent_of, henc.dom, ienc.dom, N,
                                  max(M, min(N, me.order)), member_key)
+                # a public referenced table's number of groups is public: used exactly
+                # (algorithms.consistent_sizes)
+                public_groups = len(hcodes) if schema.table(fk.parent).public else None
                 fits[fk.name] = fit_fk(fk.name, priv, budgets[fk.name], plan, params, henc.names,
-                                       ienc.names, rep, seed)
+                                       ienc.names, rep, seed, public_groups)
                 del priv
         singles: dict[str, Any] = {}
         for c in components:
@@ -415,7 +488,20 @@ class PrivPetal(Params):
             rep(1.0, "fitted")
         sizes = {t: (float(table(t).n_rows) if multipliers.row_unit else float(singles[t].total))
                  for t in singles}
-        return FittedPrivPetal(schema, fits, encodings, public_rows, singles, sizes, self)
+        linkers: dict[str, Any] = {}
+        for c in components:
+            if c.name in linked:  # mixed mode: an FK PrivPetal does not model, its own linker
+                from relviz.relational.registry import LINKERS
+
+                fk = schema.foreign_key(c.name)
+                rep = progress(fk.name)
+                rep(0.0, f"{c.method} on {fk.label()} (mixed mode)")
+                linkers[fk.name] = LINKERS.get(c.method, **dict(c.params)).fit(
+                    curator.foreign_key(fk), budgets[c.name], schema=schema,
+                    multipliers=multipliers, progress=rep)
+                rep(1.0, "fitted")
+        return FittedPrivPetal(schema, fits, encodings, public_rows, singles, sizes, self,
+                               linkers=linkers)
 
 
 def _paths(curator: Curator, schema: Schema, table: str, enc: Encoding) -> dict[tuple[str, ...], np.ndarray]:
@@ -449,12 +535,13 @@ class FittedPrivPetal:
     singles: dict[str, Any]
     sizes: dict[str, float]
     method: PrivPetal
+    linkers: dict[str, Any] = field(default_factory=dict)
     totals: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         tot = dict(self.sizes)
-        for rel in relations(self.schema):
-            fk = fk_order(self.schema, rel)[0]
+        for rel in relations(self.schema, self.linkers.keys()):
+            fk = fk_order(self.schema, rel, self.linkers.keys())[0]
             f = self.fits[fk.name]
             tot[rel] = float((np.arange(f.N + 1) * f.n_noisy).sum()) + f.n_null
             if not self.schema.table(fk.parent).public and fk.parent not in tot:
@@ -467,9 +554,10 @@ class FittedPrivPetal:
         schema = self.schema
         rows: dict[str, np.ndarray] = {}
         links: dict[str, np.ndarray] = {}
-        for rel in relations(schema):
+        linked = frozenset(self.linkers)
+        for rel in relations(schema, linked):
             copies = []
-            for fk in fk_order(schema, rel):
+            for fk in fk_order(schema, rel, linked):
                 rep = progress(fk.name)
                 f = self.fits[fk.name]
                 rounded = f.sampling == "rounded"
@@ -526,6 +614,16 @@ class FittedPrivPetal:
                 rep(1.0, f"{n:,} rows")
                 continue
             out[name] = decode(self.encodings[name], schema, name, rows[name])
+        for fk in schema.private_foreign_keys:  # mixed mode, parents first (a private parent's
+            if fk.name not in self.linkers:     # rows exist by now: generated or stand-alone)
+                continue
+            rep = progress(fk.name)
+            rep(0.0, f"linking {fk.label()} (mixed mode)")
+            parent = public[fk.parent] if schema.table(fk.parent).public else out[fk.parent]
+            links[fk.name] = self.linkers[fk.name].link(
+                out[fk.child], parent,
+                np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(fk.name.encode()), 13]), rep)
+            rep(1.0, "linked")
         return out, links
 
     def _flattened(self, f: FKFit, pcodes: np.ndarray, size: np.ndarray, rng: np.random.Generator,
@@ -606,7 +704,7 @@ def _decompose(cols: Mapping, size: np.ndarray, perm: np.ndarray, f: FKFit
     a = len(f.idom)
     s = size[perm]
     parent = np.repeat(np.arange(len(perm)), s)
-    start = np.r_[0, np.cumsum(s)[:-1]]
+    start = np.cumsum(s) - s  # (also for no group at all)
     slot = np.arange(len(parent)) - np.repeat(start, s) + 1
     src = perm[parent]
     child = np.zeros((len(parent), a), dtype=np.int64)
