@@ -231,8 +231,15 @@ class BudgetDraft(EditHistory):
                 return self._refuse("set_approach", _approach_problems(
                     approaches().get(plan.database_method, plan.database_method), problems))
         plan = replace(plan, noise=old.noise)
+        note = ""
+        if _is_database(name):  # mixed mode: FKs the method links instead (PrivLava, PrivPetal)
+            subs = plan.substitutions(self.schema, name)
+            if subs and plan.database_method is None:
+                note = f"; {what} models no FK of this schema, every FK is linked: " + "; ".join(subs)
+            elif subs:
+                note = "; linked instead: " + "; ".join(subs)
         return self._done("set_approach", f"approach: {what} — {len(plan.components)} components, "
-                          "shares reset", plan)
+                          f"shares reset{note}", plan)
 
     def method_choices(self, name: str) -> dict[str, str]:
         """``{method: label}`` a component's drop-down may offer: the mechanisms or linkers of the

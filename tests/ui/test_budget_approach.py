@@ -117,3 +117,36 @@ def test_budget_panel_approach_menu(census: Database) -> None:
     p2._approach.value = "privlava"
     assert not p2.history[-1].ok and p2._approach.value == LINKERS
     assert "DP cap" in p2._message.value
+
+
+def test_set_approach_lists_the_fks_a_database_method_links() -> None:
+    """Choosing PrivPetal on a schema with an uncapped FK to a public parent: the FK is linked with
+    the degree method (mixed mode) and the message says which and why; when every FK is linked
+    (a cap above 64 on the only FK), the message says PrivPetal models nothing here."""
+    import numpy as np
+    import pandas as pd
+
+    from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
+
+    cat = lambda n, k: Attribute.categorical(n, list(range(k)))  # noqa: E731
+    fks = (ForeignKey("households", ("region",), "regions"), ForeignKey("persons", ("hid",), "households"))
+    schema = Schema((Table("regions", ("region",), (cat("climate", 2),), public=True),
+                     Table("households", ("hid",), (cat("own", 2),)),
+                     Table("persons", ("pid",), (cat("age", 3),))),
+                    fks, PrivacyUnit("households", {fks[1].name: 4}))
+    rng = np.random.default_rng(0)
+    db = Database(schema, {
+        "regions": pd.DataFrame({"region": range(3), "climate": [0, 1, 1]}),
+        "households": pd.DataFrame({"hid": range(20), "region": rng.integers(0, 3, 20), "own": rng.integers(0, 2, 20)}),
+        "persons": pd.DataFrame({"pid": range(40), "hid": np.repeat(np.arange(20), 2), "age": rng.integers(0, 3, 40)})})
+    d = BudgetDraft(db, epsilon=1.0)
+    r = d.set_approach("privpetal")
+    assert r.ok and d.plan.database_method == "privpetal"
+    assert "linked instead" in r.message and fks[0].name in r.message and "no declared cap N" in r.message
+    assert {c.name: c.method for c in d.plan.edges} == {fks[0].name: "degree", fks[1].name: "privpetal"}
+    big = BudgetDraft(Database(schema.with_privacy_unit(PrivacyUnit("households", {fks[1].name: 100,
+                                                                                   fks[0].name: 100})),
+                               {t: db[t] for t in schema.table_names}), epsilon=1.0)
+    r = big.set_approach("privpetal")
+    assert r.ok and "models no FK" in r.message and "above 64" in r.message
+    assert {c.method for c in big.plan.edges} == {"degree"}
