@@ -44,3 +44,48 @@ def test_compiled_code_is_really_released() -> None:
     assert f._cache_size() == 1
     jax.clear_caches()
     assert f._cache_size() == 0
+
+
+_FIT_AND_COUNT = """
+import json, jax
+events = []
+jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
+import numpy as np, pandas as pd
+from relviz import Database, Plan, RelationalSynthesizer
+from relviz.mbi_runtime import enable_compilation_cache
+from relviz.schema import Attribute, PrivacyUnit, Schema, Table
+rng = np.random.default_rng(0)
+frame = pd.DataFrame({"id": range(300), **{n: rng.integers(0, 3, 300) for n in "abc"}})
+schema = Schema((Table("t", ("id",), tuple(Attribute.categorical(n, [0, 1, 2]) for n in "abc")),), (),
+                PrivacyUnit(None, {}))
+db = Database(schema, {"t": frame})
+RelationalSynthesizer(Plan.default(schema, 1.0, 1e-6), random_state=0).fit(db)
+print(json.dumps({"dir": enable_compilation_cache(),
+                  "hits": sum(e.endswith("/cache_hits") for e in events),
+                  "misses": sum(e.endswith("/cache_misses") for e in events)}))
+"""
+
+
+def _fit_in_a_process(env: dict) -> dict:
+    import json
+    import os
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", _FIT_AND_COUNT], capture_output=True, text=True,
+                         env={**os.environ, **env}, timeout=300, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_compiled_code_is_kept_on_disk_for_the_next_process(tmp_path) -> None:  # noqa: ANN001
+    """``RELVIZ_JAX_CACHE=folder``: a first process's MST fit compiles (cache misses) and writes
+    its executables there; a second process fitting the same shapes loads them (cache hits, no
+    new compilation kept); ``off`` disables the cache."""
+    folder = tmp_path / "jax"
+    first = _fit_in_a_process({"RELVIZ_JAX_CACHE": str(folder)})
+    assert first["dir"] == str(folder) and first["misses"] > 0
+    kept = {p.name for p in folder.iterdir()}
+    assert len(kept) >= first["misses"] // 2  # an executable per compilation (tiny ones too)
+    second = _fit_in_a_process({"RELVIZ_JAX_CACHE": str(folder)})
+    assert second["hits"] > 0 and second["misses"] < first["misses"]
+    off = _fit_in_a_process({"RELVIZ_JAX_CACHE": "off"})
+    assert off["dir"] is None and off["hits"] == 0
