@@ -146,12 +146,19 @@ def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bo
 def _child(args: argparse.Namespace, sf: float, backend: str) -> dict:
     cmd = [sys.executable, __file__, "--one", f"{sf:g}", backend, "--epsilon", str(args.epsilon)]
     cmd += ["--revisions"] * args.revisions + ["--report"] * args.report
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    cold = tempfile.TemporaryDirectory() if args.jax_cache == "cold" else None
+    if cold is not None:  # an empty on-disk compilation cache: every executable compiled afresh
+        env["RELVIZ_JAX_CACHE"] = cold.name
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, cwd=ROOT,
-                           env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                           env=env)
     except subprocess.TimeoutExpired:
         return {"sf": sf, "backend": backend, "error": f"timed out after {args.timeout} s"}
+    finally:
+        if cold is not None:
+            cold.cleanup()
     for line in p.stdout.splitlines():
         if not line.startswith("{"):
             print(line, flush=True)
@@ -160,7 +167,7 @@ def _child(args: argparse.Namespace, sf: float, backend: str) -> dict:
         tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
         return {"sf": sf, "backend": backend, "error": f"exit {p.returncode}: {' | '.join(tail)}",
                 "wall_s": round(time.perf_counter() - t0, 1)}
-    return json.loads(last[-1])
+    return {**json.loads(last[-1]), "jax_cache": args.jax_cache}
 
 
 def _markdown(df: pd.DataFrame) -> str:
@@ -196,6 +203,10 @@ def main() -> None:
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--revisions", action="store_true")
     p.add_argument("--report", action="store_true")
+    p.add_argument("--jax-cache", choices=["warm", "cold"], default="warm",
+                   help="JAX's on-disk compilation cache (relviz.mbi_runtime): the user's (warm "
+                        "once a run has filled it) or an empty one per run (cold: every "
+                        "executable compiled afresh)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "scale")
     p.add_argument("--one", nargs=2, metavar=("SF", "BACKEND"), help=argparse.SUPPRESS)
@@ -213,7 +224,7 @@ def main() -> None:
             args.out.mkdir(parents=True, exist_ok=True)
             df.to_csv(args.out / "scale.csv", index=False)
     df = pd.DataFrame(rows)
-    cols = [c for c in ("sf", "backend", "rows_lineitem", *(f"{s}_s" for s in STAGES), "fit_over_measure",
+    cols = [c for c in ("sf", "backend", "jax_cache", "rows_lineitem", *(f"{s}_s" for s in STAGES), "fit_over_measure",
                         "peak_mb", "total_s", "error") if c in df]
     table = _markdown(df[cols])
     (args.out / "scale.md").write_text(table + "\n")
