@@ -268,7 +268,8 @@ def _plan(db, mechanism: str, method: str, epsilon: float, delta: float, quick: 
             plan = Plan.default(schema, epsilon, delta, mechanism=mechanism, method=base)
         if is_database_method(base):
             problems = plan.problems(schema)
-            return (plan, None, []) if not problems else \
+            # its mixed mode's linked FKs (PrivLava, PrivPetal) are listed like fallbacks
+            return (plan, None, plan.substitutions(schema, base)) if not problems else \
                 (None, "; ".join(str(p) for p in problems), [])
         if relation:
             links = _link_tables(schema)
