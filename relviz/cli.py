@@ -458,7 +458,9 @@ def _parser() -> argparse.ArgumentParser:
     y.add_argument("--method", default="degree",
                    help="relational method: a per-FK linker, degree (default) or biadjacency, or a "
                         "database method that owns the whole plan: privlava, privpetal or denorm "
-                        "(they need a cap τ on every private FK: see --dp-caps)")
+                        "(they model FKs with a cap τ, see --dp-caps; an FK to a public parent "
+                        "without one, or with a PrivPetal cap above 64, is linked with degree and "
+                        "listed)")
     y.add_argument("--dp-caps", type=float, default=None, metavar="RHO",
                    help="before the run, release a DP cap τ (0.99-quantile of the group sizes, "
                         "among 1…64) for every private FK without one, with ρ = RHO in all, "
