@@ -1495,3 +1495,21 @@ def test_public_parent_groups_are_kept_exactly() -> None:
     synth, _, _ = fit_sample(shop_db(seed=2), 20.0, seed=3, lam=1.0)
     for fk_name, n in (("orders.store_id->stores", 12), ("items.product_id->products", 30)):
         assert synth.database_.fits[fk_name].n_noisy.sum() == pytest.approx(n, rel=1e-4)
+
+
+def test_decompose_with_no_group() -> None:
+    """DECOMPOSE of an empty flattened relation (an existing referenced table with no row, e.g.
+    a generated parent whose estimated size was 0) gives no child instead of failing."""
+    from types import SimpleNamespace
+
+    from relviz.relational.privpetal.method import _decompose
+
+    f = SimpleNamespace(idom=(3, 2), N=4)
+    child, parent = _decompose({}, np.zeros(0, np.int64), np.zeros(0, np.int64), f)
+    assert child.shape == (0, 2) and parent.shape == (0,)
+    size = np.array([2, 0, 1])
+    cols = {("I", i, k): np.arange(3) * 10 + i + k for i in range(1, 5) for k in range(2)}
+    child, parent = _decompose(cols, size, np.array([2, 0, 1]), f)
+    # row perm[r] becomes parent r: parent 0 ← row 2 (size 1), parent 1 ← row 0 (size 2)
+    assert parent.tolist() == [0, 1, 1]
+    assert child[:, 0].tolist() == [21, 1, 2]
