@@ -554,7 +554,8 @@ class FittedPrivPetal:
         schema = self.schema
         rows: dict[str, np.ndarray] = {}
         links: dict[str, np.ndarray] = {}
-        linked = frozenset(self.linkers)
+        linkers = getattr(self, "linkers", None) or {}  # (a model pickled before mixed mode)
+        linked = frozenset(linkers)
         for rel in relations(schema, linked):
             copies = []
             for fk in fk_order(schema, rel, linked):
@@ -615,12 +616,12 @@ class FittedPrivPetal:
                 continue
             out[name] = decode(self.encodings[name], schema, name, rows[name])
         for fk in schema.private_foreign_keys:  # mixed mode, parents first (a private parent's
-            if fk.name not in self.linkers:     # rows exist by now: generated or stand-alone)
+            if fk.name not in linkers:          # rows exist by now: generated or stand-alone)
                 continue
             rep = progress(fk.name)
             rep(0.0, f"linking {fk.label()} (mixed mode)")
             parent = public[fk.parent] if schema.table(fk.parent).public else out[fk.parent]
-            links[fk.name] = self.linkers[fk.name].link(
+            links[fk.name] = linkers[fk.name].link(
                 out[fk.child], parent,
                 np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(fk.name.encode()), 13]), rep)
             rep(1.0, "linked")
