@@ -9,12 +9,13 @@ imports the package that loads it (:mod:`relviz.registry`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from relviz.registry import Registry
 
 __all__ = ["LINKERS", "RELATIONS", "DATABASE_METHODS", "register", "register_relation",
-           "register_database"]
+           "register_database", "mixed_mode_linker_problems", "fit_mixed_mode_linkers"]
 
 LINKERS = Registry("relational method")
 """Per-FK linkers (``Linker``), by name."""
@@ -28,3 +29,42 @@ DATABASE_METHODS = Registry("database method")
 register: Callable[[type], type] = LINKERS.register
 register_relation: Callable[[type], type] = RELATIONS.register
 register_database: Callable[[type], type] = DATABASE_METHODS.register
+
+
+def mixed_mode_linker_problems(method: str, components: Iterable[Any], linked: set[str]) -> list:
+    """Plan problems of the linkers a database method's mixed mode gives its ``linked`` FKs: a
+    linker that learns on the synthetic tables while fitting (bi-adjacency) cannot be used,
+    since the database method's generated tables do not exist yet then. ``method`` names the
+    database method in the message (``"PrivLava"``, ``"PrivPetal"``)."""
+    from relviz.errors import Problem
+
+    out = []
+    for c in components:
+        if c.name not in linked:
+            continue
+        try:
+            if LINKERS.get_class(c.method).needs_synthetic_tables:
+                out.append(Problem("unsupported_linker", f"{c.method} learns on the synthetic "
+                                   f"tables while fitting, which {method}'s generated tables do "
+                                   "not provide; use degree", column=c.name))
+        except KeyError:
+            pass
+    return out
+
+
+def fit_mixed_mode_linkers(curator: Any, budgets: Any, *, schema: Any, components: Iterable[Any],
+                           linked: set[str], multipliers: Any, progress: Callable) -> dict[str, Any]:
+    """Fit the linker of every ``linked`` FK of a database method's plan (its mixed mode), each
+    with its own component budget and the schema's sensitivities: ``{fk name: fitted linker}``."""
+    out: dict[str, Any] = {}
+    for c in components:
+        if c.name not in linked:
+            continue
+        fk = schema.foreign_key(c.name)
+        rep = progress(fk.name)
+        rep(0.0, f"{c.method} on {fk.label()} (mixed mode)")
+        out[fk.name] = LINKERS.get(c.method, **dict(c.params)).fit(
+            curator.foreign_key(fk), budgets[c.name], schema=schema, multipliers=multipliers,
+            progress=rep)
+        rep(1.0, "fitted")
+    return out

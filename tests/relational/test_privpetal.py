@@ -1422,6 +1422,8 @@ def test_mixed_mode_links_an_uncapped_fk_to_a_public_parent() -> None:
     subs = plan.substitutions(db.schema, "privpetal")
     assert len(subs) == 1 and "no declared cap N" in subs[0]
     assert not plan.problems(db.schema)
+    bi = plan.with_method("items.product_id->products", "biadjacency")  # learns on synthetic tables
+    assert any(p.kind == "unsupported_linker" and "PrivPetal" in p.message for p in bi.problems(db.schema))
     sig = next(p.sigmas for p in plan.noise_preview(db.schema) if p.name == "items.product_id->products")
     assert sig and all(v > 0 for v in sig.values())
     synth, syn, plan = _fit_mixed(db, 20.0, seed=1)

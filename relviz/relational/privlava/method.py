@@ -73,7 +73,12 @@ from relviz.relational.privlava.em import (
     keyed_uniforms,
     m_step,
 )
-from relviz.relational.registry import LINKERS, register_database
+from relviz.relational.registry import (
+    LINKERS,
+    fit_mixed_mode_linkers,
+    mixed_mode_linker_problems,
+    register_database,
+)
 from relviz.schema import ForeignKey, Schema
 
 __all__ = ["PrivLava", "FittedPrivLava", "FKModel"]
@@ -237,16 +242,7 @@ class PrivLava:
         names = {(c.name, c.kind) for c in components}
         unit = schema.privacy_unit
         linked = self._linked(components)
-        for c in components:
-            if c.name in linked:
-                try:
-                    if LINKERS.get_class(c.method).needs_synthetic_tables:
-                        out.append(Problem("unsupported_linker", f"{c.method} learns on the "
-                                           "synthetic tables while fitting, which PrivLava's "
-                                           "generated tables do not provide; use degree",
-                                           column=c.name))
-                except KeyError:
-                    pass
+        out += mixed_mode_linker_problems("PrivLava", components, linked)
         for fk in schema.private_foreign_keys:
             if fk.name in linked:
                 continue
@@ -399,16 +395,8 @@ class PrivLava:
                 sizes[c.name] = float(enc.n_rows) if multipliers.row_unit else \
                     float(singles[c.name].total)
             rep(1.0, "fitted")
-        linkers: dict[str, Any] = {}
-
-        for c in components:
-            if c.name in linked:
-                fk = schema.foreign_key(c.name)
-                rep = progress(fk.name)
-                rep(0.0, f"{c.method} on {fk.label()} (mixed mode)")
-                linkers[fk.name] = LINKERS.get(c.method, **dict(c.params)).fit(
-                    curator.foreign_key(fk), budgets[c.name], schema=schema,
-                    multipliers=multipliers, progress=rep)
+        linkers = fit_mixed_mode_linkers(curator, budgets, schema=schema, components=components,
+                                         linked=linked, multipliers=multipliers, progress=progress)
         return FittedPrivLava(schema, order, models, singles, sizes,
                               {n: (a, d) for n, (a, d, _) in aug.items()}, self, linkers, splits)
 

@@ -331,7 +331,7 @@ class PrivPetal(Params):
         return {c.name for c in components if c.kind == "edge" and c.method != self.name}
 
     def plan_problems(self, schema: Schema, components: tuple[Any, ...]) -> list[Problem]:
-        from relviz.relational.registry import LINKERS
+        from relviz.relational.registry import mixed_mode_linker_problems
 
         out = list(unit_problems(schema))
         linked = self._linked(components)
@@ -341,15 +341,7 @@ class PrivPetal(Params):
                     self.for_component(c)
                 except (TypeError, ValueError) as e:
                     out.append(Problem("bad_parameter", f"privpetal: {e}", column=c.name))
-            elif c.kind == "edge":
-                try:
-                    if LINKERS.get_class(c.method).needs_synthetic_tables:
-                        out.append(Problem("unsupported_linker", f"{c.method} learns on the "
-                                           "synthetic tables while fitting, which PrivPetal's "
-                                           "generated tables do not provide; use degree",
-                                           column=c.name))
-                except KeyError:
-                    pass
+        out += mixed_mode_linker_problems("PrivPetal", components, linked)
         names = {(c.name, c.kind) for c in components}
         unit = schema.privacy_unit
         for fk in schema.private_foreign_keys:
@@ -488,18 +480,10 @@ class PrivPetal(Params):
             rep(1.0, "fitted")
         sizes = {t: (float(table(t).n_rows) if multipliers.row_unit else float(singles[t].total))
                  for t in singles}
-        linkers: dict[str, Any] = {}
-        for c in components:
-            if c.name in linked:  # mixed mode: an FK PrivPetal does not model, its own linker
-                from relviz.relational.registry import LINKERS
+        from relviz.relational.registry import fit_mixed_mode_linkers
 
-                fk = schema.foreign_key(c.name)
-                rep = progress(fk.name)
-                rep(0.0, f"{c.method} on {fk.label()} (mixed mode)")
-                linkers[fk.name] = LINKERS.get(c.method, **dict(c.params)).fit(
-                    curator.foreign_key(fk), budgets[c.name], schema=schema,
-                    multipliers=multipliers, progress=rep)
-                rep(1.0, "fitted")
+        linkers = fit_mixed_mode_linkers(curator, budgets, schema=schema, components=components,
+                                         linked=linked, multipliers=multipliers, progress=progress)
         return FittedPrivPetal(schema, fits, encodings, public_rows, singles, sizes, self,
                                linkers=linkers)
 
