@@ -60,7 +60,7 @@ schema = Schema((Table("t", ("id",), tuple(Attribute.categorical(n, [0, 1, 2]) f
                 PrivacyUnit(None, {}))
 db = Database(schema, {"t": frame})
 RelationalSynthesizer(Plan.default(schema, 1.0, 1e-6), random_state=0).fit(db)
-print(json.dumps({"dir": enable_compilation_cache(),
+print(json.dumps({"dir": enable_compilation_cache(), "cap": jax.config.jax_compilation_cache_max_size,
                   "hits": sum(e.endswith("/cache_hits") for e in events),
                   "misses": sum(e.endswith("/cache_misses") for e in events)}))
 """
@@ -83,6 +83,7 @@ def test_compiled_code_is_kept_on_disk_for_the_next_process(tmp_path) -> None:  
     folder = tmp_path / "jax"
     first = _fit_in_a_process({"RELVIZ_JAX_CACHE": str(folder)})
     assert first["dir"] == str(folder) and first["misses"] > 0
+    assert first["cap"] == mbi_runtime.CACHE_MAX_BYTES  # least recently used entries evicted past it
     kept = {p.name for p in folder.iterdir()}
     assert len(kept) >= first["misses"] // 2  # an executable per compilation (tiny ones too)
     second = _fit_in_a_process({"RELVIZ_JAX_CACHE": str(folder)})
