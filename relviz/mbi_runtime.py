@@ -119,9 +119,9 @@ def enable_compilation_cache() -> str | None:
     if setting:
         folder = Path(setting).expanduser()
     else:
-        base = os.environ.get("RELVIZ_CACHE_DIR") or \
-            str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "relviz")
-        folder = Path(base) / "jax" / _cpu_key()
+        from relviz.cache import cache_folder
+
+        folder = cache_folder("jax") / _cpu_key()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         if not os.access(folder, os.W_OK):

@@ -220,10 +220,9 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
     ``$XDG_CACHE_HOME/relviz/sweeps`` (``~/.cache/relviz/sweeps``)."""
     if cache_dir is not None:
         return Path(cache_dir)
-    if os.environ.get("RELVIZ_CACHE_DIR"):
-        return Path(os.environ["RELVIZ_CACHE_DIR"]) / "sweeps"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "relviz" / "sweeps"
+    from relviz.cache import cache_folder
+
+    return cache_folder("sweeps")
 
 
 _SOURCE_DIGEST: str | None = None

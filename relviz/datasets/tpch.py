@@ -193,10 +193,9 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
     ``$XDG_CACHE_HOME/relviz/tpch`` (``~/.cache/relviz/tpch``)."""
     if cache_dir is not None:
         return Path(cache_dir)
-    if os.environ.get("RELVIZ_CACHE_DIR"):
-        return Path(os.environ["RELVIZ_CACHE_DIR"]) / "tpch"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "relviz" / "tpch"
+    from relviz.cache import cache_folder
+
+    return cache_folder("tpch")
 
 
 def _sf_label(sf: float) -> str:

@@ -141,3 +141,47 @@ def test_approach_menu_switches_to_privlava(page: Any, lab: dict[str, Any]) -> N
     p.locator(f"{PANEL} .relviz-bp-undo").click()
     _wait_message(page, "undone: approach")
     assert set(_plan(page)["methods"].values()) == {"mst", "degree"}
+
+
+MIXED_NB = "budget_panel_mixed.ipynb"
+
+
+def test_approach_menu_lists_what_privpetal_links(page: Any, lab: dict[str, Any]) -> None:
+    """PrivPetal chosen on a schema with an uncapped FK to a public parent: the message names the
+    linked FK and why, the grid shows degree on it and PrivPetal on the other FK; undo restores
+    the per-FK linkers."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import numpy as np, pandas as pd\n"
+        "from relviz import Database\nfrom relviz.ui import BudgetPanel\n"
+        "from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table\n"
+        "cat = lambda n, k: Attribute.categorical(n, list(range(k)))\n"
+        "fks = (ForeignKey('households', ('region',), 'regions'), ForeignKey('persons', ('hid',), 'households'))\n"
+        "schema = Schema((Table('regions', ('region',), (cat('climate', 2),), public=True),\n"
+        "                 Table('households', ('hid',), (cat('own', 2),)),\n"
+        "                 Table('persons', ('pid',), (cat('age', 3),))), fks,\n"
+        "                PrivacyUnit('households', {fks[1].name: 4}))\n"
+        "rng = np.random.default_rng(0)\n"
+        "db = Database(schema, {'regions': pd.DataFrame({'region': range(3), 'climate': [0, 1, 1]}),\n"
+        "    'households': pd.DataFrame({'hid': range(20), 'region': rng.integers(0, 3, 20), 'own': rng.integers(0, 2, 20)}),\n"
+        "    'persons': pd.DataFrame({'pid': range(40), 'hid': np.repeat(np.arange(20), 2), 'age': rng.integers(0, 3, 40)})})\n"
+        "panel = BudgetPanel(db, epsilon=1.0, delta=1e-6)\npanel")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(lab["root"] / MIXED_NB))
+    page.open(MIXED_NB)
+    page.run_all(wait_for=f"{PANEL} .relviz-bp-grid")
+    p = page.page
+    start = _plan(page)["methods"]
+    assert set(start.values()) == {"mst", "degree"}
+    p.locator(f"{PANEL} .relviz-bp-approach select").select_option(label="PrivPetal")
+    _wait_message(page, "linked instead")
+    message = p.locator(f"{PANEL} .relviz-bp-message").inner_text()
+    assert "households.region->regions" in message and "no declared cap N" in message
+    assert _plan(page)["methods"] == {"households.region->regions": "degree",
+                                      "persons.hid->households": "privpetal"}
+    page.screenshot("budget_panel_privpetal_mixed", p.locator(PANEL))
+    p.locator(f"{PANEL} .relviz-bp-undo").click()
+    _wait_message(page, "undone: approach")
+    assert _plan(page)["methods"] == start
