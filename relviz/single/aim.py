@@ -72,7 +72,7 @@ from relviz.privacy.measure import PrivateTable
 from relviz.privacy.mechanisms import gaussian_sigma
 from relviz.progress import Reporter
 from relviz.schema import Table
-from relviz.single.mst import global_numpy_seed, mbi_total_variance
+from relviz.single.mst import mbi_total_variance, sample_mbi
 from relviz.single.preprocess import RareMergeFit
 from relviz.single.registry import register
 
@@ -336,11 +336,7 @@ class AIMModel:
     final_iterations: int = 0
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        with global_numpy_seed(rng):
-            data = self.model.synthetic_data(rows=max(int(n), 1))  # type: ignore[attr-defined]
-        cols = data.to_dict()
-        out = np.stack([np.asarray(cols[a], dtype=np.int64) for a in self.attributes], axis=1)
-        return out[: int(n)]
+        return sample_mbi(self.model, n, self.attributes, rng)
 
 
 @register
