@@ -79,6 +79,21 @@ class Database:
         if validate:
             self.validate()
 
+    @classmethod
+    def _adopt(cls, schema: Schema, tables: Mapping[str, pd.DataFrame], *,
+               validate: bool = False) -> Database:
+        """A database over frames relviz already owns: another database's frames, or frames
+        relviz built (a synthetic sample). pandas' copy-on-write makes a shallow copy as safe as
+        a deep one for those (an edit of either copies first), without the deep copy's memory:
+        one more copy of every table per call, which at TPC-H sf 1 is about 0.8 GB. Frames from
+        outside go through the constructor, which copies them deeply."""
+        db = cls.__new__(cls)
+        db._schema = schema
+        db._tables = {name: _without_excluded(schema, name, df, deep=False) for name, df in tables.items()}
+        if validate:
+            db.validate()
+        return db
+
     # -- access -------------------------------------------------------------------------------
     @property
     def schema(self) -> Schema:
@@ -111,10 +126,12 @@ class Database:
 
     def with_schema(self, schema: Schema, *, validate: bool = True) -> Database:
         """The same frames under another schema."""
-        return Database(schema, self._tables, validate=validate)
+        return Database._adopt(schema, self._tables, validate=validate)
 
     def with_table(self, name: str, df: pd.DataFrame, *, validate: bool = True) -> Database:
-        return Database(self._schema, {**self._tables, name: df}, validate=validate)
+        """The same database with table ``name`` replaced by (a copy of) ``df``."""
+        new = _without_excluded(self._schema, name, df)
+        return Database._adopt(self._schema, {**self._tables, name: new}, validate=validate)
 
     def excluded_columns(self) -> dict[str, tuple[str, ...]]:
         """``{table: columns}`` the schema excludes (``Table.exclude``), for tables with any."""
@@ -139,7 +156,7 @@ class Database:
         schema = self._schema
         for table, cols in extra.items():
             schema = schema.with_excluded(table, cols)
-        return Database(schema, self._tables, validate=validate), extra
+        return Database._adopt(schema, self._tables, validate=validate), extra
 
     # -- keys -----------------------------------------------------------------------------------
     def parent_index(self, fk: ForeignKey | str) -> np.ndarray:
@@ -286,7 +303,7 @@ class Database:
         for fk in self._schema.foreign_keys:
             if fk.name not in names:
                 continue
-            idx = Database(schema, tables, validate=False).parent_index(fk)
+            idx = Database._adopt(schema, tables).parent_index(fk)
             child = tables[fk.child]
             null = child[list(fk.columns)].isna().any(axis=1).to_numpy()
             orphan = (idx < 0) & ~null
@@ -313,7 +330,7 @@ class Database:
                 tables = _drop_rows(schema, tables, fk.child, orphan)
         report = RepairReport(pd.DataFrame(rows, columns=["fk", "child", "action", "rows",
                                                           "distinct_values", "examples"]))
-        return Database(schema, tables, validate=False), report
+        return Database._adopt(schema, tables), report
 
     # -- constructors -----------------------------------------------------------------------------
     @classmethod
@@ -624,7 +641,7 @@ def _drop_rows(schema: Schema, tables: dict[str, pd.DataFrame], table: str,
 
 def drop_rows(db: Database, table: str, mask: np.ndarray) -> Database:
     """A new database without rows ``mask`` of ``table`` and everything depending on them."""
-    return Database(db.schema, _drop_rows(db.schema, dict(db._tables), table, mask), validate=False)
+    return Database._adopt(db.schema, _drop_rows(db.schema, dict(db._tables), table, mask))
 
 
 def _coerce(frames: dict[str, pd.DataFrame], schema: Schema) -> dict[str, pd.DataFrame]:
@@ -665,10 +682,12 @@ def _schema_from_constraints(frames: Mapping[str, pd.DataFrame], pks: Mapping[st
                         foreign_keys=fk_objs)
 
 
-def _without_excluded(schema: Schema, name: str, df: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``df`` without the columns ``schema`` excludes from table ``name``."""
+def _without_excluded(schema: Schema, name: str, df: pd.DataFrame, *, deep: bool = True) -> pd.DataFrame:
+    """A copy of ``df`` (shallow unless ``deep``) without the columns ``schema`` excludes from
+    table ``name``."""
     if name in schema.table_names:
         gone = [c for c in schema.table(name).exclude if c in df.columns]
         if gone:
-            return df.drop(columns=gone)
-    return df.copy()
+            out = df.drop(columns=gone)
+            return out.copy() if deep else out
+    return df.copy(deep=deep)

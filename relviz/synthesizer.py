@@ -454,7 +454,7 @@ class RelationalSynthesizer:
                     frames[name] = frames[name][~dup.to_numpy()].reset_index(drop=True)
         frames = format_synthetic_keys(schema, frames)  # the schema's public key formats, last
         ordered = {n: frames[n][list(schema.columns(n))] for n in schema.table_names}
-        db = Database(schema, ordered, validate=False)
+        db = Database._adopt(schema, ordered)  # frames built here: no defensive copy
         problems = db.problems()
         if problems:  # a bug, not a user error: synthetic output must always be valid
             raise DataError(problems, headline="internal error: the synthetic database is invalid")
@@ -466,8 +466,9 @@ class RelationalSynthesizer:
 
 
 def _set_fk(child: pd.DataFrame, fk, idx: np.ndarray, parent: pd.DataFrame) -> pd.DataFrame:  # noqa: ANN001
-    """Write the FK columns of ``child`` from parent rows ``idx`` (``-1`` → null)."""
-    child = child.copy()
+    """Write the FK columns of ``child`` from parent rows ``idx`` (``-1`` → null) into a
+    (copy-on-write, shallow) copy."""
+    child = child.copy(deep=False)
     null = idx < 0
     for cc, pc in zip(fk.columns, fk.parent_columns):
         src = parent[pc].to_numpy()

@@ -83,6 +83,27 @@ def test_caller_frames_are_never_mutated(tiny_db: Database) -> None:
     assert len(fixed["persons"]) == len(before["persons"]) - 2
 
 
+def test_databases_made_from_a_database_share_buffers_but_not_edits() -> None:
+    """``with_schema``/``with_table``/``drop_rows``-style results adopt the frames they already
+    own (no deep copy: memory at scale); copy-on-write still keeps every edit local."""
+    frames = tiny_frames()
+    db = Database(tiny_schema(), frames)
+    assert not np.shares_memory(db["persons"]["age"].to_numpy(), frames["persons"]["age"].to_numpy())
+    other = db.with_schema(tiny_schema())
+    assert np.shares_memory(other["persons"]["age"].to_numpy(), db["persons"]["age"].to_numpy())
+    before = db["persons"].copy()
+    edited = other["persons"]
+    edited.loc[0, "age"] = -5
+    edited["sex"] = "X"
+    pd.testing.assert_frame_equal(db["persons"], before)
+    pd.testing.assert_frame_equal(other["persons"], before)
+    new = before.assign(age=before["age"] + 1)
+    swapped = db.with_table("persons", new, validate=False)
+    new.loc[0, "age"] = -7  # the caller's frame after the call: not seen by the database
+    assert swapped["persons"]["age"].iloc[0] == before["age"].iloc[0] + 1
+    pd.testing.assert_frame_equal(db["persons"], before)
+
+
 def test_repair_orphans_null_marks_fk_nullable_and_reports() -> None:
     db = Database(*_broken("orphan"), validate=False)
     fixed, report = db.repair_orphans("null")

@@ -99,7 +99,7 @@ def _load_cached(name: str, params: dict | None = None) -> tuple[Database, tuple
     if key not in _LOADED:
         mod = _module(name)
         frames = mod._frames(**params)
-        db, report = Database(mod.schema(frames), frames, validate=False).repair_orphans(how=mod.ORPHANS)
+        db, report = Database._adopt(mod.schema(frames), frames).repair_orphans(how=mod.ORPHANS)
         _LOADED[key] = db.validate(), tuple(str(report).splitlines())
     return _LOADED[key]
 
