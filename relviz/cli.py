@@ -220,7 +220,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     else:
         plan = Plan.default(db.schema, args.epsilon or 1.0, args.delta or 1e-6,
                             mechanism=args.mechanism, method=args.method)
-        for line in plan.substitutions(db.schema, args.method):
+        for line in plan.substitution_summary(db.schema, args.method):
             print(f"note: {line}", file=sys.stderr)
     if args.noise:  # else the plan's sampler ("auto": OpenDP's exact noise unless --seed is given)
         plan = plan.with_noise(args.noise)

@@ -294,6 +294,20 @@ class Plan:
 
     def substitutions(self, schema: Schema, method: str) -> list[str]:
         """Plain-words lines for the edges whose method is not ``method`` (and why)."""
+        return [f"{fk}: {used} instead of {method} ({why})"
+                for fk, used, why in self._substitution_reasons(schema, method)]
+
+    def substitution_summary(self, schema: Schema, method: str) -> list[str]:
+        """:meth:`substitutions` with the edges that share a method and a reason on one line
+        (``"degree instead of privpetal for 4 FKs (reason): a, b, c, d"``): what the CLI prints."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        for fk, used, why in self._substitution_reasons(schema, method):
+            groups.setdefault((used, why), []).append(fk)
+        return [f"{fks[0]}: {used} instead of {method} ({why})" if len(fks) == 1 else
+                f"{used} instead of {method} for {len(fks)} FKs ({why}): {', '.join(fks)}"
+                for (used, why), fks in groups.items()]
+
+    def _substitution_reasons(self, schema: Schema, method: str) -> list[tuple[str, str, str]]:
         from relviz.relational import get as get_edge_method
         from relviz.relational import get_database, is_database_method
 
@@ -304,15 +318,13 @@ class Plan:
                 reason = getattr(get_database(method), "linked_reason", None) \
                     if is_database_method(method) else None
                 why = reason(schema, schema.foreign_key(c.name)) if reason else None
-                if why:
-                    out.append(f"{c.name}: {c.method} instead of {method} ({why})")
-                    continue
-                try:
-                    why = "; ".join(p.message for p in get_edge_method(method).problems(
-                        schema, schema.foreign_key(c.name)))
-                except KeyError:
-                    why = f"unknown method {method!r}"
-                out.append(f"{c.name}: {c.method} instead of {method} ({why})")
+                if not why:
+                    try:
+                        why = "; ".join(p.message for p in get_edge_method(method).problems(
+                            schema, schema.foreign_key(c.name)))
+                    except KeyError:
+                        why = f"unknown method {method!r}"
+                out.append((c.name, c.method, why))
         return out
 
     # -- queries -----------------------------------------------------------------------------
@@ -661,19 +673,13 @@ class Plan:
             if c.kind == "edge" and c.method != name:
                 fk = next((f for f in schema.foreign_keys if f.name == c.name), None)
                 cls = get_database_class(name)
-                if fk is None:
-                    linker_ok = False
-                elif hasattr(cls, "may_link"):  # the method says which FKs a linker may take
-                    linker_ok = cls().may_link(schema, fk)
-                else:
-                    linker_ok = schema.table(fk.parent).public and \
-                        getattr(cls, "links_public_fks", False)
-                if not linker_ok:
-                    where = "an FK to a public parent, or one whose cap is above what it models" \
-                        if hasattr(cls, "may_link") else "an FK to a public parent"
+                may_link = getattr(cls, "may_link", None)  # which FKs a linker may take
+                if fk is None or may_link is None or not may_link(schema, fk):
+                    where = getattr(cls, "linkable", None)
+                    tail = f" (use {name} here; a linker is possible only on {where})" if where \
+                        else f" (use {name} here: it takes no linker)"
                     out.append(Problem("mixed_methods", f"{name} models every FK to a private "
-                                       f"parent; this FK names {c.method!r} (use {name} here; a "
-                                       f"linker is possible only on {where})", column=c.name))
+                                       f"parent; this FK names {c.method!r}{tail}", column=c.name))
                 else:
                     out += _method_problems(c, _linker_class, "unknown_method", schema, fk)
             elif c.kind == "relation":

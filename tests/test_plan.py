@@ -213,3 +213,19 @@ def test_denorm_preset_gives_80_to_the_join_and_20_to_group_sizes() -> None:
         ("households.region->regions", "edge", "denorm", Fraction(1, 10)),
         ("persons.hid->households", "edge", "denorm", Fraction(1, 10))]
     assert Plan.preset(s, "default", 1.0) == Plan.default(s, 1.0)
+
+
+def test_substitution_summary_puts_fks_linked_for_one_reason_on_one_line() -> None:
+    """What ``relviz synth --method privpetal`` prints: one line per (linker, reason)."""
+    from relviz import datasets
+
+    schema = datasets.load("nycflights13").schema
+    plan = Plan.default(schema, 1.0, 1e-6, method="privpetal")
+    lines = plan.substitutions(schema, "privpetal")
+    summary = plan.substitution_summary(schema, "privpetal")
+    assert len(lines) >= 3 and len(summary) < len(lines)
+    for line in lines:  # every linked FK is named on exactly one summary line, with its reason
+        fk, rest = line.split(": ", 1)
+        why = rest.split(" (", 1)[1][:-1]
+        hits = [s for s in summary if fk in s.replace(",", " ").replace(":", " ").split()]
+        assert len(hits) == 1 and why in hits[0], (fk, summary)

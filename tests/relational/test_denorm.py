@@ -75,6 +75,10 @@ def test_registered_and_components_give_80_to_the_join() -> None:
         "lineitem.l_orderkey->orders": Fraction(1, 15), "orders.o_custkey->customer": Fraction(1, 15),
         "lineitem.l_partkey+l_suppkey->partsupp": Fraction(1, 15)}
     assert [j.fk.name for j in joins(tpch)] == ["lineitem.l_orderkey->orders"]
+    linked = plan.with_method("orders.o_custkey->customer", "degree")  # denorm takes no linker
+    assert [p.message for p in linked.problems(tpch) if p.kind == "mixed_methods"] == [
+        "denorm models every FK to a private parent; this FK names 'degree' (use denorm here: it "
+        "takes no linker)"]
     census = _census().schema
     assert [(c.name, c.kind, c.share) for c in Plan.default(census, method="denorm").components] == [
         ("persons", "table", Fraction(4, 5)), ("persons.household_id->households", "edge", Fraction(1, 5))]

@@ -150,7 +150,7 @@ class PrivLava:
     name: ClassVar[str] = "privlava"
     label: ClassVar[str] = "PrivLava (latent group model per FK)"
     gaussian_only: ClassVar[bool] = False
-    links_public_fks: ClassVar[bool] = True
+    linkable: ClassVar[str] = "an FK to a public parent"
     assignment: str = "soft"
     T: int = 6  # noqa: N815
     T_C: int = 2  # noqa: N815
@@ -221,6 +221,13 @@ class PrivLava:
             return None
         return (f"a public parent with no declared cap τ: {self.name} models only capped FKs; "
                 "declare τ to model it")
+
+    @classmethod
+    def may_link(cls, schema: Schema, fk: ForeignKey) -> bool:
+        """Whether a plan may give ``fk`` a linker in place of PrivLava: an FK to a public parent
+        (public parents are released whole, not modelled: Cai, Xiao & Cormode 2023, §5.3;
+        docs/methods/privlava.md, mixed mode)."""
+        return schema.table(fk.parent).public
 
     def _torch_device(self):  # noqa: ANN202
         """The torch device of the E-step scoring, or None for scipy.sparse (see ``device``)."""

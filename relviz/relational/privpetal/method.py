@@ -66,8 +66,14 @@ from relviz.relational.privpetal.accounting import (
 from relviz.relational.privpetal.algorithms import FKFit, Params, fit_fk
 from relviz.relational.privpetal.mrf import draw_from_table, logits_to_probs
 from relviz.relational.privpetal.npm import SIZE, PrivateFK
-from relviz.relational.registry import register_database
+from relviz.relational.registry import (
+    LINKERS,
+    fit_mixed_mode_linkers,
+    mixed_mode_linker_problems,
+    register_database,
+)
 from relviz.schema import ForeignKey, Schema
+from relviz.single import get as get_mechanism
 
 __all__ = ["PrivPetal", "FittedPrivPetal", "Encoding", "fk_order", "relations", "match"]
 
@@ -222,7 +228,7 @@ class PrivPetal(Params):
     name: ClassVar[str] = "privpetal"
     label: ClassVar[str] = "PrivPetal (permutation relations per FK)"
     gaussian_only: ClassVar[bool] = True
-    links_public_fks: ClassVar[bool] = True
+    linkable: ClassVar[str] = "an FK to a public parent, or one whose cap is above what it models"
     preset: str = "relviz"
     split_above: int | None = 20
     public_context: int = 1
@@ -319,7 +325,8 @@ class PrivPetal(Params):
                     "declare N (or use --dp-caps) to model it")
         return None
 
-    def may_link(self, schema: Schema, fk: ForeignKey) -> bool:
+    @classmethod
+    def may_link(cls, schema: Schema, fk: ForeignKey) -> bool:
         """Whether a plan may give ``fk`` a linker in place of PrivPetal: an FK to a public
         parent, or one whose cap is above :data:`MAX_CAP` (its parent then gets its own model
         when no modelled FK generates it)."""
@@ -331,8 +338,6 @@ class PrivPetal(Params):
         return {c.name for c in components if c.kind == "edge" and c.method != self.name}
 
     def plan_problems(self, schema: Schema, components: tuple[Any, ...]) -> list[Problem]:
-        from relviz.relational.registry import mixed_mode_linker_problems
-
         out = list(unit_problems(schema))
         linked = self._linked(components)
         for c in components:
@@ -390,13 +395,9 @@ class PrivPetal(Params):
         the null-children count (relviz's addition); for a stand-alone table, its mechanism's."""
         rho = Fraction(rho)
         if component.kind == "edge" and component.method != self.name:  # a linker (mixed mode)
-            from relviz.relational.registry import LINKERS
-
             return dict(LINKERS.get(component.method, **component.params).noise_scales(
                 schema, schema.foreign_key(component.name), rho, multipliers=multipliers))
         if component.kind == "table":
-            from relviz.single import get as get_mechanism
-
             return dict(get_mechanism(component.method, **component.params).noise_scales(
                 schema.table(component.name), rho,
                 histogram_sensitivity=multipliers.table_histogram(component.name),
@@ -469,8 +470,6 @@ class PrivPetal(Params):
         for c in components:
             if c.kind != "table":
                 continue
-            from relviz.single import get as get_mechanism
-
             rep = progress(c.name)
             rep(0.0, f"{c.method} on {c.name} (in no FK)")
             mech = get_mechanism(c.method, **dict(c.params))
@@ -480,8 +479,6 @@ class PrivPetal(Params):
             rep(1.0, "fitted")
         sizes = {t: (float(table(t).n_rows) if multipliers.row_unit else float(singles[t].total))
                  for t in singles}
-        from relviz.relational.registry import fit_mixed_mode_linkers
-
         linkers = fit_mixed_mode_linkers(curator, budgets, schema=schema, components=components,
                                          linked=linked, multipliers=multipliers, progress=progress)
         return FittedPrivPetal(schema, fits, encodings, public_rows, singles, sizes, self,
