@@ -76,6 +76,7 @@ class Database:
                  validate: bool = True) -> None:
         self._schema = schema
         self._tables = {name: _without_excluded(schema, name, df) for name, df in tables.items()}
+        self._problems: tuple[Problem, ...] | None = None  # computed once: the frames never change
         if validate:
             self.validate()
 
@@ -90,6 +91,7 @@ class Database:
         db = cls.__new__(cls)
         db._schema = schema
         db._tables = {name: _without_excluded(schema, name, df, deep=False) for name, df in tables.items()}
+        db._problems = None
         if validate:
             db.validate()
         return db
@@ -200,7 +202,20 @@ class Database:
         nulls, unknown categories, unparsable or out-of-bounds numbers. What a plan's methods
         cannot model (e.g. a domain too large for a mechanism) is the plan's problem:
         ``Plan.problems(schema)``.
+
+        Computed once per database (its frames are copies nobody can edit) and then remembered.
         """
+        if getattr(self, "_problems", None) is None:  # (a database pickled before it had one)
+            self._problems = tuple(self._find_problems())
+        return list(self._problems)
+
+    @property
+    def known_valid(self) -> bool:
+        """Whether :meth:`problems` has run and found nothing (what lets an encoder skip checking
+        every column again)."""
+        return getattr(self, "_problems", None) == ()
+
+    def _find_problems(self) -> list[Problem]:
         s = self._schema
         out = list(s.problems())
         for name in self._tables:

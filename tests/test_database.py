@@ -104,6 +104,18 @@ def test_databases_made_from_a_database_share_buffers_but_not_edits() -> None:
     pd.testing.assert_frame_equal(db["persons"], before)
 
 
+def test_problems_are_found_once_and_known_valid_says_so() -> None:
+    db = Database(tiny_schema(), tiny_frames())
+    assert db.known_valid and db.problems() == []
+    broken = Database(*_broken("orphan"), validate=False)
+    assert not broken.known_valid  # not checked yet
+    first = broken.problems()
+    assert first and not broken.known_valid
+    first.clear()  # the caller's list is a copy
+    assert broken.problems() and broken.problems() == broken.problems()
+    assert not db.with_schema(tiny_schema(), validate=False).known_valid  # a new database checks anew
+
+
 def test_repair_orphans_null_marks_fk_nullable_and_reports() -> None:
     db = Database(*_broken("orphan"), validate=False)
     fixed, report = db.repair_orphans("null")

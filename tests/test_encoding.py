@@ -59,3 +59,18 @@ def test_problems_are_reported_not_clipped() -> None:
     assert kinds == {"null_value", "out_of_bounds", "not_parsable"}
     with pytest.raises(DataError):
         encode_column(a, pd.Series([11.0]))
+
+
+@pytest.mark.parametrize("dtype", ["str", object, "string[pyarrow]", "category"])
+def test_category_index_matches_get_indexer_on_every_string_storage(dtype) -> None:
+    """The Arrow fast path (``index_in``) and pandas' ``get_indexer`` give the same positions,
+    -1 for nulls and unknown values, whatever the column's storage."""
+    from relviz.encoding import category_index
+
+    cats = ["AIR", "MAIL", "SHIP", "REG AIR"]
+    vals = ["SHIP", None, "AIR", "BOAT", "REG AIR", "MAIL", "ship", None]
+    s = pd.Series(vals, dtype=dtype, index=np.arange(len(vals)) * 3)
+    got = category_index(cats, s)
+    assert got.dtype == np.int64
+    assert got.tolist() == [2, -1, 0, -1, 3, 1, -1, -1]
+    assert category_index([1, 2, 3], pd.Series([3, 1, 7])).tolist() == [2, 0, -1]

@@ -385,7 +385,8 @@ class Curator:
 
     def _enc(self, name: str) -> EncodedTable:
         if name not in self._encoded:
-            self._encoded[name] = encode_table(self._db.schema.table(name), self._db[name])
+            self._encoded[name] = encode_table(self._db.schema.table(name), self._db[name],
+                                               checked=self._db.known_valid)
         return self._encoded[name]
 
     def _pidx(self, fk: ForeignKey) -> np.ndarray:
