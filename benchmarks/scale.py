@@ -41,10 +41,30 @@ benchmark on the other core; seconds, peak MB of the whole run):
 
 sf 1 end to end: 2.4 min and 4.8 GB (targets 15 min, 6 GB). Before the count model's likelihood
 was computed in blocks (``relviz.relational.degree``), the fit stage alone peaked at 7.7 GB
-(70.6 s). The fit is 14–18× its count queries at sf 1 (the MST model fits and JAX compilation
-are a fixed cost the 5× goal does not allow for yet); sampling is now the largest stage in time
-and memory. sf 10 was not run: ``Database`` holds pandas frames (about 60·10⁶ line items would
-not fit in 24 GB), and the DuckDB backend counts the encoded codes, not the source out of core.
+(70.6 s).
+
+Stop 27 (``--sf 1 3 --backends duckdb``, ε = 1, warm JAX cache, pinned to one core with the other
+core busy; before = the previous commit, f89b040, same machine and settings):
+
+| sf | line items | | load | fit | measure | fit / measure | sample | total | peak MB (load / fit / sample) |
+|---|---|---|---|---|---|---|---|---|---|
+| 1 | 6,001,215 | before | 11.8 | 31.0 | 3.06 | 10.1 | 60.1 | 104.5 | 2,818 / 2,877 / 5,721 |
+| 1 | 6,001,215 | after | 7.4 | 20.8 | 2.81 | 7.4 | 41.4 | 71.1 | 1,815 / 2,893 / 4,392 |
+| 3 | 17,996,609 | before | — | 81.1 | 8.70 | 9.3 | 139.6 | 305.3 | — / 6,928 / 11,525 |
+| 3 | 17,996,609 | after | 26.9 | 54.3 | 8.54 | 6.4 | 131.4 | 217.1 | 5,086 / 6,840 / 11,015 |
+
+(sf 3 "before" loaded with a cold TPC-H cache, so its load is left out.) What changed: a
+database made from another database's frames adopts them (copy-on-write) instead of copying them
+deeply (load peak −1.0 GB at sf 1); string categories are matched by Arrow's ``index_in`` and a
+validated database is not checked again while it is encoded (fit −33 %); mbi samples in chunks of
+10⁶ rows (``relviz.single.mst.sample_mbi``). The fit is now 6–7× its count queries, and the
+ratio falls as the data grow (the model fits are a fixed cost). Sampling is the largest stage in
+time and memory: 26 of its 42 s at sf 1 are the row-wise ``np.unique`` inside mbi's
+``synthetic_data`` (an ``argsort`` over rows viewed as one opaque value each). sf 10 was not run:
+the sample stage grows by about 3.3 GB per sf unit (the real tables, the synthetic codes, the
+decoded synthetic frames and their validation are all in memory at once), so sf 10 would need
+about 35 GB; ``Database`` holds pandas frames, and the DuckDB backend counts the encoded codes,
+not the source out of core.
 """
 
 from __future__ import annotations
