@@ -114,7 +114,7 @@ def category_index(categories: Sequence[object], s: pd.Series) -> np.ndarray:
     ``get_indexer``. Both give the same positions.
     """
     arrow = getattr(s.array, "__arrow_array__", None)
-    if arrow is not None and categories and all(isinstance(c, str) for c in categories):
+    if arrow is not None and len(categories) and all(isinstance(c, str) for c in categories):
         import pyarrow as pa
         import pyarrow.compute as pc
 
