@@ -420,16 +420,11 @@ class RelationalSynthesizer:
             pairs[comp.table] = (e1, e2)
             codes[comp.table], rngs[comp.table] = self._draw(comp.table, len(e1), seed)
             rep(1.0, f"{len(e1):,} pairs")
-        for name, enc in codes.items():
-            if name in self.public_:
-                continue
-            frames[name] = _with_keys(schema, name, decode_table(schema.table(name), enc, rngs[name]),
-                                      enc.n_rows)
         links: dict[str, np.ndarray] = dict(db_links)
         for table, (e1, e2) in pairs.items():
             fk1, fk2 = schema.fks_from(table)
             links[fk1.name], links[fk2.name] = e1, e2
-        for comp in self.plan_.edges:
+        for comp in self.plan_.edges:  # links read codes only (each FK its own random stream)
             if comp.name in db_links:
                 continue
             fk = schema.foreign_key(comp.name)
@@ -438,6 +433,11 @@ class RelationalSynthesizer:
             links[fk.name] = self.links_[fk.name].link(codes[fk.child], codes[fk.parent],
                                                        _component_rng(seed, "link", fk.name), rep)
             rep(1.0, "linked")
+        for name in [n for n in codes if n not in self.public_]:
+            enc = codes.pop(name)  # decoded: the codes are not needed any more (memory at scale)
+            frames[name] = _with_keys(schema, name, decode_table(schema.table(name), enc, rngs[name]),
+                                      enc.n_rows)
+            del enc
         for fk in schema.private_foreign_keys:
             frames[fk.child] = _set_fk(frames[fk.child], fk, links[fk.name], frames[fk.parent])
         for name in schema.topological_order():
