@@ -49,9 +49,9 @@ core busy; before = the previous commit, f89b040, same machine and settings):
 | sf | line items | | load | fit | measure | fit / measure | sample | total | peak MB (load / fit / sample) |
 |---|---|---|---|---|---|---|---|---|---|
 | 1 | 6,001,215 | before | 11.8 | 31.0 | 3.06 | 10.1 | 60.1 | 104.5 | 2,818 / 2,877 / 5,721 |
-| 1 | 6,001,215 | after | 7.9 | 17.9 | 2.92 | 6.1 | 45.0 | 72.7 | 1,814 / 2,866 / 4,402 |
+| 1 | 6,001,215 | after | 7.7 | 15.9 | 2.60 | 6.1 | 44.3 | 69.6 | 1,813 / 2,888 / 4,271 |
 | 3 | 17,996,609 | before | — | 81.1 | 8.70 | 9.3 | 139.6 | 305.3 | — / 6,928 / 11,525 |
-| 3 | 17,996,609 | after | 26.2 | 40.3 | 8.74 | 4.6 | 135.8 | 207.2 | 5,095 / 6,881 / 11,101 |
+| 3 | 17,996,609 | after | 32.7 | 39.6 | 8.21 | 4.8 | 137.5 | 215.1 | 5,096 / 6,866 / 10,468 |
 
 (sf 3 "before" loaded with a cold TPC-H cache, so its load is left out.) What changed: a
 database made from another database's frames adopts them (copy-on-write) instead of copying them
@@ -59,14 +59,15 @@ deeply (load peak −1.0 GB at sf 1); string categories are matched by Arrow's `
 validated database is not checked again while it is encoded, and the degree method's count model
 bins its noisy counts above 20,000 distinct values (``relviz.relational.degree``: the partsupp
 FK's fit 6.0 → 2.6 s at sf 1); mbi samples in chunks of 10⁶ rows
-(``relviz.single.mst.sample_mbi``). The fit is now 6.1× its count queries at sf 1 and **4.6× at
+(``relviz.single.mst.sample_mbi``); ``sample()`` links from the codes first, then decodes each
+table and drops its codes. The fit is now 6.1× its count queries at sf 1 and **4.8× at
 sf 3**, within the 5× goal, and the ratio falls as the data grow (the model fits are a fixed
 cost). Sampling is the largest stage in
 time and memory: 26 of its 42 s at sf 1 are the row-wise ``np.unique`` inside mbi's
 ``synthetic_data`` (an ``argsort`` over rows viewed as one opaque value each). sf 10 was not run:
-the sample stage grows by about 3.3 GB per sf unit (the real tables, the synthetic codes, the
+the sample stage grows by about 3.1 GB per sf unit (the real tables, the synthetic codes, the
 decoded synthetic frames and their validation are all in memory at once), so sf 10 would need
-about 35 GB; ``Database`` holds pandas frames, and the DuckDB backend counts the encoded codes,
+about 33 GB; ``Database`` holds pandas frames, and the DuckDB backend counts the encoded codes,
 not the source out of core.
 """
 
