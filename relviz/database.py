@@ -74,8 +74,12 @@ class Database:
 
     def __init__(self, schema: Schema, tables: Mapping[str, pd.DataFrame], *,
                  validate: bool = True) -> None:
+        self._hold(schema, tables, deep=True, validate=validate)
+
+    def _hold(self, schema: Schema, tables: Mapping[str, pd.DataFrame], *, deep: bool,
+              validate: bool) -> None:
         self._schema = schema
-        self._tables = {name: _without_excluded(schema, name, df) for name, df in tables.items()}
+        self._tables = {name: _without_excluded(schema, name, df, deep=deep) for name, df in tables.items()}
         self._problems: tuple[Problem, ...] | None = None  # computed once: the frames never change
         if validate:
             self.validate()
@@ -89,11 +93,7 @@ class Database:
         one more copy of every table per call, which at TPC-H sf 1 is about 0.8 GB. Frames from
         outside go through the constructor, which copies them deeply."""
         db = cls.__new__(cls)
-        db._schema = schema
-        db._tables = {name: _without_excluded(schema, name, df, deep=False) for name, df in tables.items()}
-        db._problems = None
-        if validate:
-            db.validate()
+        db._hold(schema, tables, deep=False, validate=validate)
         return db
 
     # -- access -------------------------------------------------------------------------------

@@ -311,12 +311,12 @@ class Plan:
         from relviz.relational import get as get_edge_method
         from relviz.relational import get_database, is_database_method
 
+        # a database method that links some FKs itself says why (its mixed mode)
+        reason = getattr(get_database(method), "linked_reason", None) \
+            if is_database_method(method) else None
         out = []
         for c in self.edges:
             if c.method != method:
-                # a database method that links some FKs itself says why (PrivLava's mixed mode)
-                reason = getattr(get_database(method), "linked_reason", None) \
-                    if is_database_method(method) else None
                 why = reason(schema, schema.foreign_key(c.name)) if reason else None
                 if not why:
                     try:
@@ -666,14 +666,14 @@ class Plan:
         from relviz.single import get_class as table_class
 
         name = self.database_method
+        cls = get_database_class(name)
+        may_link = getattr(cls, "may_link", None)  # which FKs a linker may take
         out: list[Problem] = []
         for c in self.components:
             if c.share <= 0:
                 out.append(Problem("bad_share", "a component must get a positive share", c.name))
             if c.kind == "edge" and c.method != name:
                 fk = next((f for f in schema.foreign_keys if f.name == c.name), None)
-                cls = get_database_class(name)
-                may_link = getattr(cls, "may_link", None)  # which FKs a linker may take
                 if fk is None or may_link is None or not may_link(schema, fk):
                     where = getattr(cls, "linkable", None)
                     tail = f" (use {name} here; a linker is possible only on {where})" if where \

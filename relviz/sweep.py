@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from relviz.cache import cache_folder
 from relviz.comparison import utility_summary
 from relviz.database import Database
 from relviz.plan import Plan
@@ -220,8 +221,6 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
     ``$XDG_CACHE_HOME/relviz/sweeps`` (``~/.cache/relviz/sweeps``)."""
     if cache_dir is not None:
         return Path(cache_dir)
-    from relviz.cache import cache_folder
-
     return cache_folder("sweeps")
 
 

@@ -131,6 +131,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from relviz.cache import cache_folder
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 
 __all__ = [
@@ -193,8 +194,6 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
     ``$XDG_CACHE_HOME/relviz/tpch`` (``~/.cache/relviz/tpch``)."""
     if cache_dir is not None:
         return Path(cache_dir)
-    from relviz.cache import cache_folder
-
     return cache_folder("tpch")
 
 

@@ -268,9 +268,17 @@ def _binned_log_likelihood(y: np.ndarray, lam: np.ndarray, zero: np.ndarray, sig
         up = noisy_count_density(edges[b + 1], lam, sigma, cdf=True)
         down = noisy_count_density(edges[b], lam, sigma, cdf=True)
         up0, down0 = stats.norm.cdf(edges[b + 1] / sigma), stats.norm.cdf(edges[b] / sigma)
-        p = zero[None, :] * (up0 - down0)[:, None] + (1.0 - zero[None, :]) * (up - down)
-        ll += mult[b] @ np.log(np.clip(p, 1e-300, None))
+        ll += _mixture_log_likelihood(mult[b], up0 - down0, up - down, zero)
     return ll
+
+
+def _mixture_log_likelihood(weights: np.ndarray, childless: np.ndarray, counts: np.ndarray,
+                            zero: np.ndarray) -> np.ndarray:
+    """``Σ_i w_i·log(π₀·childless_i + (1 − π₀)·counts_ij)`` for every rate ``j`` of the
+    zero-inflated model (``zero`` holds π₀ per rate): the densities (or bin probabilities) of an
+    observation under a childless parent (``(n,)``) and under each rate's Poisson (``(n, J)``)."""
+    p = zero[None, :] * childless[:, None] + (1.0 - zero[None, :]) * counts
+    return weights @ np.log(np.clip(p, 1e-300, None))
 
 
 def fit_count_model(noisy: np.ndarray, sigma: float) -> CountModel | None:
@@ -315,10 +323,9 @@ def fit_count_model(noisy: np.ndarray, sigma: float) -> CountModel | None:
         ll = np.zeros(len(lam))
         for i in range(0, len(u), LIKELIHOOD_BLOCK):
             ub = u[i:i + LIKELIHOOD_BLOCK]
-            dens = noisy_count_density(ub, lam, sigma)
-            d0 = stats.norm.pdf(ub / sigma) / sigma
-            ll += mult[i:i + LIKELIHOOD_BLOCK] @ np.log(
-                np.clip(zero[None, :] * d0[:, None] + (1.0 - zero[None, :]) * dens, 1e-300, None))
+            ll += _mixture_log_likelihood(mult[i:i + LIKELIHOOD_BLOCK],
+                                          stats.norm.pdf(ub / sigma) / sigma,
+                                          noisy_count_density(ub, lam, sigma), zero)
     best = int(np.argmax(ll))
     j = best if ll[best] - ll[0] > 0.5 * np.log(n) else 0
     model_rate, model_zero = float(lam[j]), float(zero[j])

@@ -125,7 +125,6 @@ def sample_mbi(model, n: int, attributes: tuple[str, ...], rng: np.random.Genera
         cols = data.to_dict()
         for j, a in enumerate(attributes):
             out[start:start + rows, j] = np.asarray(cols[a], dtype=np.int64)[:rows]
-        del data, cols
     return out
 
 
