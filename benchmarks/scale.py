@@ -74,6 +74,7 @@ not the source out of core.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -127,6 +128,7 @@ def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bo
     """One scale factor with one backend, in this process; returns the row."""
     from report_memory import PeakMeter
 
+    import relviz.datasets as datasets
     from relviz.datasets import load
     from relviz.plan import Plan
     from relviz.privacy.backends import get_backend
@@ -152,10 +154,13 @@ def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bo
     stage("fit", lambda: syn.fit(db))
     row["measure_s"] = round(timed.seconds, 2)
     row["measure_queries"] = timed.queries
+    if not report:  # sampling reads no private data: release the real tables, as a headless run can
+        del db
+        datasets._LOADED.clear()
+        gc.collect()
     fake = stage("sample", syn.sample)
     with tempfile.TemporaryDirectory() as tmp:
-        stage("write", lambda: [fake[t.name].to_parquet(Path(tmp) / f"{t.name}.parquet")
-                                for t in fake.schema.tables])
+        stage("write", lambda: fake.to_parquet(tmp))  # one row group per 10⁶ rows
         if report:
             from relviz.evaluate.html import render_report
 

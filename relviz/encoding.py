@@ -40,7 +40,12 @@ class EncodedTable:
         name: Table name.
         attributes: Attribute names, in schema order.
         sizes: Domain size of each attribute (codes are ``0 … size−1``).
-        codes: ``(n_rows, n_attributes)`` int64 array.
+        codes: ``(n_rows, n_attributes)`` array of non-negative integers: from
+            :func:`encode_table` and the table mechanisms' samples, the smallest unsigned type
+            that holds every code (:func:`code_dtype`: ``uint8`` up to 256 values per attribute),
+            other producers may use int64. Consumers combine columns with
+            :func:`relviz.marginals.mixed_radix_codes` (int64), never with arithmetic in the
+            codes' own type.
     """
 
     name: str
@@ -255,13 +260,32 @@ def _whole_numbers(a: np.ndarray, b: np.ndarray, last: np.ndarray, u: np.ndarray
     return np.where(empty, np.round((a + b) / 2), np.minimum(vals, hi_i))
 
 
+def code_dtype(sizes: Sequence[int]) -> np.dtype:
+    """The smallest unsigned integer type that holds codes ``0 … max(sizes) − 1``.
+
+    A table's codes are one ``(n, d)`` matrix; at 6·10⁷ rows (TPC-H sf 10's line items) its
+    int64 form is 8 bytes a cell (4.3 GB for nine attributes) where ``uint8`` needs one
+    (issue 15, item 4: memory at scale).
+    """
+    return np.min_scalar_type(max(max((int(s) for s in sizes), default=1) - 1, 0))
+
+
 def encode_table(table: Table, df: pd.DataFrame, *, checked: bool = False) -> EncodedTable:
     """Encode every attribute of ``table`` from ``df`` (which must hold those columns); ``checked``
-    as in :func:`encode_column`."""
-    cols = [encode_column(a, df[a.name], checked=checked) for a in table.attributes]
-    codes = np.stack(cols, axis=1) if cols else np.zeros((len(df), 0), dtype=np.int64)
-    return EncodedTable(table.name, table.attribute_names,
-                        tuple(a.size for a in table.attributes), codes)
+    as in :func:`encode_column`.
+
+    Returns:
+        An :class:`EncodedTable` whose codes are ``(len(df), n_attributes)`` of
+        :func:`code_dtype` (filled column by column: one int64 column at a time beside them).
+
+    Raises:
+        DataError: unless ``checked``, when a column violates its domain.
+    """
+    sizes = tuple(a.size for a in table.attributes)
+    codes = np.empty((len(df), len(sizes)), dtype=code_dtype(sizes))
+    for j, a in enumerate(table.attributes):
+        codes[:, j] = encode_column(a, df[a.name], checked=checked)
+    return EncodedTable(table.name, table.attribute_names, sizes, codes)
 
 
 def decode_table(table: Table, enc: EncodedTable, rng: np.random.Generator) -> pd.DataFrame:

@@ -41,10 +41,11 @@ noise adds its main loop (a few hundred kB), so the folder is capped at
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 
 __all__ = ["import_mbi", "memory_maps", "release_compiled_code", "enable_compilation_cache",
-           "CACHE_MAX_BYTES"]
+           "repair_compilation_cache", "CACHE_MAX_BYTES"]
 
 CACHE_MAX_BYTES = 1 << 30
 """Size cap of the on-disk compilation cache (1 GiB; this session's benchmarks filled 41 MB)."""
@@ -106,7 +107,6 @@ def enable_compilation_cache() -> str | None:
     ``None`` when disabled (``RELVIZ_JAX_CACHE=off``), already configured by the user, or not
     writable. Every compilation is kept (JAX's default keeps only those over 1 s: mbi's are
     about 0.1 s each, but there are hundreds)."""
-    import os
     from pathlib import Path
 
     import jax
@@ -128,10 +128,37 @@ def enable_compilation_cache() -> str | None:
             return None
     except OSError:
         return None
+    repair_compilation_cache(folder)
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_compilation_cache_max_size", CACHE_MAX_BYTES)
     return str(folder)
+
+
+def repair_compilation_cache(folder: str | os.PathLike) -> int:
+    """Give every entry of a JAX compilation cache folder its access-time file; returns how many
+    were missing.
+
+    JAX's size-capped cache (``jax._src.lru_cache.LRUCache``) writes ``<key>-cache`` and then
+    ``<key>-atime``. A process killed between the two (a timeout, the out-of-memory killer) leaves
+    an entry without its time, and from then on every eviction scan in every process fails on it:
+    no executable is stored again and each attempt warns ("Error writing persistent compilation
+    cache entry"). Such entries get time 0, so that they are the first evicted. Runs under the
+    cache's own file lock (``.lockfile``), as JAX's reads and writes do.
+    """
+    from pathlib import Path
+
+    import filelock
+
+    folder = Path(folder)
+    fixed = 0
+    with filelock.FileLock(str(folder / ".lockfile"), timeout=10):
+        for entry in folder.glob("*-cache"):
+            atime = folder / (entry.name.removesuffix("-cache") + "-atime")
+            if not atime.exists():
+                atime.write_bytes((0).to_bytes(8, "little"))
+                fixed += 1
+    return fixed
 
 
 def import_mbi():  # noqa: ANN201 - the mbi module

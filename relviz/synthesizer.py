@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from relviz.database import Database
-from relviz.encoding import EncodedTable, decode_table, encode_table
+from relviz.encoding import EncodedTable, code_dtype, decode_table, encode_table
 from relviz.errors import DataError, NotFittedError, PlanError, Problem, SchemaError
 from relviz.keys import format_synthetic_keys
 from relviz.plan import Plan
@@ -337,9 +337,9 @@ class RelationalSynthesizer:
         on to decode them); the same seed gives the same codes."""
         table = self.schema_.table(name)
         rng = _component_rng(seed, "sample", name)
-        codes = self.models_[name].sample(n, rng)
-        return EncodedTable(name, table.attribute_names, tuple(a.size for a in table.attributes),
-                            codes), rng
+        sizes = tuple(a.size for a in table.attributes)
+        codes = np.asarray(self.models_[name].sample(n, rng)).astype(code_dtype(sizes), copy=False)
+        return EncodedTable(name, table.attribute_names, sizes, codes), rng
 
     def _rows(self, name: str, scale: float) -> int:
         """Synthetic rows of ``name``: the public size under row-level units, else the reconciled

@@ -74,3 +74,30 @@ def test_category_index_matches_get_indexer_on_every_string_storage(dtype) -> No
     assert got.dtype == np.int64
     assert got.tolist() == [2, -1, 0, -1, 3, 1, -1, -1]
     assert category_index([1, 2, 3], pd.Series([3, 1, 7])).tolist() == [2, 0, -1]
+
+
+def test_encoded_tables_use_the_smallest_unsigned_code_type() -> None:
+    """A table's code matrix takes the smallest unsigned type holding its largest domain
+    (``uint8`` up to 256 values, ``uint16`` above), with the same codes as each column's int64
+    encoding; combining columns goes through int64 (no wrap-around in the small type)."""
+    from relviz.encoding import code_dtype, encode_table
+    from relviz.marginals import mixed_radix_codes
+    from relviz.schema import Table
+
+    assert code_dtype([2, 256]) == np.uint8 and code_dtype([257]) == np.uint16
+    assert code_dtype([]) == np.uint8 and code_dtype([70_000]) == np.uint32
+    rng = np.random.default_rng(0)
+    small = Attribute.categorical("a", [f"c{i}" for i in range(200)])
+    wide = Attribute.categorical("b", list(range(300)))
+    df = pd.DataFrame({"a": [f"c{i}" for i in rng.integers(0, 200, 1000)],
+                       "b": rng.integers(0, 300, 1000)})
+    before = df.copy()
+    one = encode_table(Table("t", (), (small,)), df)
+    two = encode_table(Table("t", (), (small, wide)), df)
+    assert one.codes.dtype == np.uint8 and two.codes.dtype == np.uint16
+    assert (one.codes[:, 0] == encode_column(small, df["a"])).all()
+    assert (two.codes[:, 1] == encode_column(wide, df["b"])).all()
+    pd.testing.assert_frame_equal(df, before)
+    flat = mixed_radix_codes(one.codes[:, [0, 0]], [0, 1], [200, 200])
+    assert flat.dtype == np.int64 and flat.max() > 255
+    assert (flat == one.codes[:, 0].astype(np.int64) * 201).all()

@@ -90,3 +90,28 @@ def test_compiled_code_is_kept_on_disk_for_the_next_process(tmp_path) -> None:  
     assert second["hits"] > 0 and second["misses"] < first["misses"]
     off = _fit_in_a_process({"RELVIZ_JAX_CACHE": "off"})
     assert off["dir"] is None and off["hits"] == 0
+
+
+def test_an_entry_left_without_its_access_time_is_repaired(tmp_path) -> None:  # noqa: ANN001
+    """A process killed between JAX writing ``<key>-cache`` and ``<key>-atime`` leaves an entry
+    that makes every later eviction scan fail (so nothing is cached again); the repair gives it
+    time 0 (first to be evicted), after which JAX's size-capped cache stores entries again."""
+    import warnings
+
+    from jax._src.lru_cache import LRUCache
+
+    (tmp_path / "old-cache").write_bytes(b"x" * 10)
+    (tmp_path / "kept-cache").write_bytes(b"y" * 10)
+    (tmp_path / "kept-atime").write_bytes((5).to_bytes(8, "little"))
+    cache = LRUCache(str(tmp_path), max_size=25)
+    with pytest.raises(FileNotFoundError):  # what JAX then hits on every write (and warns)
+        cache.put("new", b"z" * 10)
+    assert mbi_runtime.repair_compilation_cache(tmp_path) == 1
+    assert (tmp_path / "old-atime").read_bytes() == (0).to_bytes(8, "little")
+    assert (tmp_path / "kept-atime").read_bytes() == (5).to_bytes(8, "little")  # untouched
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cache.put("new", b"z" * 10)  # over the cap: the repaired (oldest) entry is evicted
+    assert not (tmp_path / "old-cache").exists() and (tmp_path / "new-cache").exists()
+    assert (tmp_path / "kept-cache").exists()
+    assert mbi_runtime.repair_compilation_cache(tmp_path) == 0

@@ -57,7 +57,7 @@ def codes(db: Database, table: str) -> EncodedTable:
     """Public-domain codes of ``table``, cached per database.
 
     The code matrix is stored in the smallest unsigned dtype that holds the largest domain
-    (``uint8`` for nycflights13): gathers and column reads of a ``(n, d)`` row-major matrix then
+    (:func:`relviz.encoding.code_dtype`; ``uint8`` for nycflights13): gathers and column reads of a ``(n, d)`` row-major matrix then
     touch 8× less memory than int64, which is what makes the cross-table error fast.
 
     Raises:
@@ -67,9 +67,7 @@ def codes(db: Database, table: str) -> EncodedTable:
     enc = per_db.get(table)
     if enc is None:
         t = db.schema.table(table)
-        enc = encode_table(t, db[table])
-        dtype = np.min_scalar_type(max(max(enc.sizes, default=1) - 1, 0))
-        enc = EncodedTable(enc.name, enc.attributes, enc.sizes, enc.codes.astype(dtype))
+        enc = encode_table(t, db[table])  # codes of relviz.encoding.code_dtype
         per_db[table] = enc
     return enc
 

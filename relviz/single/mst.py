@@ -37,6 +37,7 @@ from typing import ClassVar
 import networkx as nx
 import numpy as np
 
+from relviz.encoding import code_dtype
 from relviz.errors import ParameterError, Problem
 from relviz.mbi_runtime import import_mbi
 from relviz.privacy.budget import Budget
@@ -112,10 +113,13 @@ def sample_mbi(model, n: int, attributes: tuple[str, ...], rng: np.random.Genera
         chunk_rows: Rows per call (≥ 1).
 
     Returns:
-        ``(n, len(attributes))`` int64 codes over the original domain.
+        ``(n, len(attributes))`` codes over the original domain, of
+        :func:`relviz.encoding.code_dtype` (``uint8`` when every attribute has ≤ 256 values).
     """
     n = int(n)
-    out = np.empty((n, len(attributes)), dtype=np.int64)
+    mapping = mapping or {}
+    sizes = [len(mapping[a]) if a in mapping else int(model.domain[a]) for a in attributes]
+    out = np.empty((n, len(attributes)), dtype=code_dtype(sizes))
     for start in range(0, max(n, 1), int(chunk_rows)):
         rows = min(int(chunk_rows), n - start)
         with global_numpy_seed(rng):
@@ -124,7 +128,7 @@ def sample_mbi(model, n: int, attributes: tuple[str, ...], rng: np.random.Genera
                 data = data.decompress(mapping)
         cols = data.to_dict()
         for j, a in enumerate(attributes):
-            out[start:start + rows, j] = np.asarray(cols[a], dtype=np.int64)[:rows]
+            out[start:start + rows, j] = np.asarray(cols[a])[:rows]
     return out
 
 

@@ -142,6 +142,20 @@ def test_encoding_round_trips_the_tpch_columns(unrevised: dict, raw: dict) -> No
     assert (li["l_shipmode"] == r["l_shipmode"]).all()
 
 
+def test_unrevised_tables_are_encoded_in_duckdb_like_in_pandas(unrevised: dict, cache: Path,
+                                                               tmp_path: Path) -> None:
+    """The unrevised tables are written by DuckDB straight to Parquet (out of core, for large
+    scale factors); read back they equal the in-memory encoding the revisions start from, value
+    for value, with the same dtypes and row order, and no spill folder is left behind."""
+    raw_dir = tpch._raw_dir(SF, cache)
+    tpch._encode_to_parquet(raw_dir, tmp_path)
+    in_pandas = tpch._encoded(raw_dir)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{t}.parquet" for t in tpch.TABLES)
+    for t in tpch.TABLES:
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / f"{t}.parquet"), in_pandas[t])
+        pd.testing.assert_frame_equal(unrevised[t], in_pandas[t])
+
+
 # -- the revisions --------------------------------------------------------------------------------
 
 def test_weights_in_their_ranges(log: dict) -> None:
