@@ -238,3 +238,46 @@ def test_writes_in_chunks_equal_one_piece(tmp_path, monkeypatch) -> None:
     pd.testing.assert_frame_equal(got[7, "parquet"], got[10**6, "parquet"])
     pd.testing.assert_frame_equal(got[7, "parquet"], db["r"], check_dtype=False)
     assert got[7, "duckdb"]["s"].isna().sum() == 9 and got[7, "duckdb"]["x"].isna().sum() == 8
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("spread", [1, 10 ** 6])
+def test_integer_keys_are_matched_like_the_general_path(seed: int, spread: int) -> None:
+    """The integer fast path of ``parent_index`` (keys combined in mixed radix over the parent's
+    ranges; a lookup table over a dense range, ``spread`` 1, or one hash probe per child over a
+    sparse one, ``spread`` 10⁶) finds the same parent rows as the general ``MultiIndex`` path,
+    for single and composite keys, negative values, nullable children, nulls and orphans inside
+    and outside the parent's ranges; where it cannot apply (duplicate parent keys, text keys)
+    the general path answers."""
+    from relviz.database import _integer_parent_index, _key_frame
+
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-50, 50, 400)
+    b = 1_000 + rng.integers(0, 60, 400) * spread
+    parent = pd.DataFrame({"a": a, "b": b}).drop_duplicates().reset_index(drop=True)
+    pick = rng.integers(0, len(parent), 3_000)
+    child = pd.DataFrame({"x": parent["a"].to_numpy()[pick], "y": parent["b"].to_numpy()[pick]})
+    child.loc[rng.random(3_000) < 0.1, "x"] += rng.integers(-200, 200)  # orphans, in range or not
+    child.loc[rng.random(3_000) < 0.05, "y"] = 5_000  # beyond the parent's range
+    child["y"] = child["y"].astype("Int64")
+    child.loc[rng.random(3_000) < 0.05, "y"] = pd.NA
+    before = child.copy()
+
+    def general(cols: list[str], pcols: list[str]) -> np.ndarray:
+        pkey = _key_frame(parent, pcols)
+        ckey = _key_frame(child.astype({"y": "float64"}), cols)
+        idx = np.asarray(pkey.get_indexer(ckey), dtype=np.int64)
+        idx[child[cols].isna().any(axis=1).to_numpy()] = -1
+        return idx
+
+    for cols, pcols in ((["x", "y"], ["a", "b"]), (["y"], ["b"]), (["x"], ["a"])):
+        fast = _integer_parent_index(child, cols, parent, pcols)
+        if len(pcols) == 1 and not parent[pcols[0]].is_unique:
+            assert fast is None  # duplicate parent keys: the general path keeps the first row
+            continue
+        assert fast is not None and fast.dtype == np.int64
+        np.testing.assert_array_equal(fast, general(cols, pcols))
+        assert (fast >= 0).any() and (fast < 0).any()
+    pd.testing.assert_frame_equal(child, before)
+    text = parent.assign(a=parent["a"].astype(str))
+    assert _integer_parent_index(child.assign(x=child["x"].astype(str)), ["x"], text, ["a"]) is None

@@ -187,6 +187,13 @@ RATE_GRID = 200  # candidate rates of the zero-inflated fit
 LIKELIHOOD_BLOCK = 2048  # noisy values per block of the count model's likelihood (memory bound)
 LIKELIHOOD_EXACT_MAX = 20_000  # distinct noisy values up to which the likelihood uses each one
 LIKELIHOOD_BIN = 0.05  # above: the noisy values binned at this many σ (the binned release's likelihood)
+GOF_EXACT_MAX = 20_000  # distinct noisy values up to which the GOF evaluates the CDF at each one
+GOF_GRID = 0.01
+"""Grid step, in σ, of the goodness-of-fit CDF above :data:`GOF_EXACT_MAX` distinct noisy values
+(when that is more than four per grid point): the model's CDF ``F`` is computed on the grid and interpolated linearly. ``F`` is
+a mixture of normal CDFs of standard deviation at least σ, so ``|F''| ≤ 1/(σ²·√(2πe))`` and the
+interpolation error is at most ``h²/8·|F''| ≤ 3.1·10⁻⁶`` at ``h = 0.01σ``: on the KS statistic
+``√n·D`` at most 0.009 at 8·10⁶ parents (TPC-H sf 10's partsupp), against the critical 1.63."""
 
 
 def _exact_rates(y: np.ndarray, lam: np.ndarray, sigma: float, cdf: bool) -> np.ndarray:
@@ -345,8 +352,17 @@ def fit_count_model(noisy: np.ndarray, sigma: float) -> CountModel | None:
                 * noisy_count_density(xb, np.array([model_rate]), sigma, cdf=True)[:, 0]
         return out
 
-    d = max(float(np.abs(ecdf - pred(v + half)).max()),
-            float(np.abs(np.append(0.0, ecdf[:-1]) - pred(v - half)).max()))
+    step = GOF_GRID * sigma
+    grid = np.arange(v[0] - half - step, v[-1] + half + 2 * step, step)
+    if len(v) > GOF_EXACT_MAX and len(grid) * 4 < len(v):  # the CDF on a grid, interpolated
+        at_grid = pred(grid)
+
+        def pred_at(x: np.ndarray) -> np.ndarray:
+            return np.interp(x, grid, at_grid)
+    else:
+        pred_at = pred
+    d = max(float(np.abs(ecdf - pred_at(v + half)).max()),
+            float(np.abs(np.append(0.0, ecdf[:-1]) - pred_at(v - half)).max()))
     gof = float(np.sqrt(n) * d)
     # and the spread: the index-of-dispersion test (Fisher 1950; Cochran, Biometrics 10, 1954)
     # with the model's variance of y, (1 − π₀)·λ·(1 + π₀·λ) + σ²: a sum of squares above the
