@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from relviz.database import Database
+from relviz.database import Database, _key_problems
 from relviz.errors import DataError, SchemaError
 from relviz.schema import ForeignKey, Schema
 from tests.conftest import tiny_frames, tiny_schema
@@ -281,3 +281,28 @@ def test_integer_keys_are_matched_like_the_general_path(seed: int, spread: int) 
     pd.testing.assert_frame_equal(child, before)
     text = parent.assign(a=parent["a"].astype(str))
     assert _integer_parent_index(child.assign(x=child["x"].astype(str)), ["x"], text, ["a"]) is None
+
+
+def test_keys_stored_in_order_are_checked_without_hashing() -> None:
+    """A primary key of integer columns stored in strictly increasing order has no null and no
+    duplicate (the fast check); any other order, a duplicate or a null goes to the general search,
+    which still reports it."""
+    from relviz.database import _sorted_integer_key
+    from relviz.schema import Table
+
+    t = Table("li", ("o", "n"), ())
+    ordered = pd.DataFrame({"o": [1, 1, 2, 5, 5, 5], "n": [1, 2, 1, 1, 2, 3]})
+    assert _sorted_integer_key(ordered, ["o", "n"]) and _key_problems(t, ordered) == []
+    shuffled = ordered.iloc[[3, 0, 5, 1, 4, 2]].reset_index(drop=True)
+    assert not _sorted_integer_key(shuffled, ["o", "n"]) and _key_problems(t, shuffled) == []
+    dup = pd.DataFrame({"o": [1, 1, 2, 2], "n": [1, 2, 1, 1]})
+    assert not _sorted_integer_key(dup, ["o", "n"])
+    assert [p.kind for p in _key_problems(t, dup)] == ["duplicate_key"]
+    null = pd.DataFrame({"o": pd.array([1, 2, None], dtype="Int64"), "n": [1, 1, 1]})
+    assert not _sorted_integer_key(null, ["o", "n"])
+    assert [p.kind for p in _key_problems(t, null)] == ["null_key"]
+    assert not _sorted_integer_key(ordered.astype({"o": str}), ["o", "n"])
+    surrogate = pd.DataFrame({"o": [5, 2, 5, 2], "n": [1, 2, 3, 4]})  # n alone is in order
+    assert _key_problems(t, surrogate) == []
+    assert [p.kind for p in _key_problems(t, surrogate.assign(o=pd.array([5, None, 5, 2], dtype="Int64")))] \
+        == ["null_key"]

@@ -21,8 +21,10 @@ seeded run gives the same synthetic database on each (``tests/privacy/test_backe
   for clusters (pass a ``SparkSession``); by default one lazily created ``local[2]`` session.
 
 What is pushed down today: the *encoded* tables (``relviz.encoding``: codes over the public
-domains) and the parent row of each child row (``Database.parent_index``) are registered with the
-engine as Arrow tables, and every count is a query on them. Encoding the raw columns inside the
+domains, in their small unsigned type) and the parent row of each child row
+(``Database.parent_index``) are registered with the engine as Arrow tables, and every count is a
+query on them. When a fit ends the curator has the backend forget them (``forget()``), so no
+private array outlives the fit inside an engine. Encoding the raw columns inside the
 engine (category tables and bin edges joined in SQL, so that a ``.duckdb``/Parquet source is never
 loaded into pandas) is not done yet: :class:`~relviz.database.Database` holds pandas frames.
 
@@ -88,7 +90,11 @@ class CountBackend(Protocol):
         ...
 
     def close(self) -> None:
-        """Release what the engine holds (registered tables, connections)."""
+        """Release what the engine holds (registered tables, connections).
+
+        A backend may also have ``forget()``: release the registered tables but stay usable
+        (relviz's three do; :class:`~relviz.privacy.measure.Curator` calls it when a fit ends, so
+        that no private array outlives the fit in the engine)."""
         ...
 
 
@@ -143,6 +149,9 @@ class PandasBackend:
         return [m.astype(np.int64) for m in all_marginals(child_codes, parent_codes, keep,
                                                           parent_index[keep], wls, normalise_by=1.0)]
 
+    def forget(self) -> None:
+        """Nothing to release: numpy counts hold no copy."""
+
     def close(self) -> None:
         pass
 
@@ -155,7 +164,7 @@ class _Registry:
         self._tables: dict[tuple[int, ...], tuple[tuple[np.ndarray, ...], Any]] = {}
         self._names = itertools.count()
 
-    def get(self, arrays: tuple[np.ndarray, ...], make) -> Any:  # noqa: ANN001
+    def get(self, arrays: tuple[np.ndarray | None, ...], make) -> Any:  # noqa: ANN001
         key = tuple(id(a) for a in arrays)
         if key not in self._tables:
             self._tables[key] = (arrays, make(f"relviz_t{next(self._names)}"))
@@ -167,9 +176,15 @@ class _Registry:
         return values
 
 
-def _code_columns(codes: np.ndarray, prefix: str = "c") -> dict[str, np.ndarray]:
-    return {f"{prefix}{j}": np.ascontiguousarray(codes[:, j], dtype=np.int64)
+def _code_columns(codes: np.ndarray, prefix: str = "c", *, dtype: Any = np.int64) -> dict[str, np.ndarray]:
+    """One contiguous array per column of ``codes``, of ``dtype`` (``None``: the codes' own)."""
+    return {f"{prefix}{j}": np.ascontiguousarray(codes[:, j], dtype=dtype)
             for j in range(codes.shape[1])}
+
+
+def _rows(n: int) -> np.ndarray:
+    """Row positions ``0 … n−1``, int32 when they fit (the join key of a parent table)."""
+    return np.arange(n, dtype=np.int32 if n < 2 ** 31 else np.int64)
 
 
 class DuckDBBackend:
@@ -206,9 +221,14 @@ class DuckDBBackend:
         return name
 
     def _codes(self, codes: np.ndarray) -> str:
-        """Codes ``c0 …`` and the row position ``_row``."""
+        """Codes ``c0 …`` in their own (small unsigned) type."""
         return self._reg.get((codes,), lambda name: self._register(
-            {**_code_columns(codes), "_row": np.arange(codes.shape[0], dtype=np.int64)}, name))
+            _code_columns(codes, dtype=None), name))
+
+    def _parents(self, codes: np.ndarray) -> str:
+        """Codes ``c0 …`` and the row position ``_row`` (a join's parent side)."""
+        return self._reg.get((codes, None), lambda name: self._register(
+            {**_code_columns(codes, dtype=None), "_row": _rows(codes.shape[0])}, name))
 
     def _links(self, parent_index: np.ndarray) -> str:
         return self._reg.get((parent_index,), lambda name: self._register(
@@ -217,7 +237,8 @@ class DuckDBBackend:
     def _children(self, codes: np.ndarray, parent_index: np.ndarray) -> str:
         """Child codes ``c0 …`` and the parent row ``_p`` (negative: no parent)."""
         return self._reg.get((codes, parent_index), lambda name: self._register(
-            {**_code_columns(codes), "_p": np.asarray(parent_index, dtype=np.int64)}, name))
+            {**_code_columns(codes, dtype=None), "_p": np.asarray(parent_index, dtype=np.int64)},
+            name))
 
     def _group_by(self, sql_cols: list[str], source: str) -> tuple[np.ndarray, np.ndarray]:
         """``SELECT cols, count(*) FROM source GROUP BY cols`` → (keys ``(k, len(cols))``,
@@ -245,17 +266,22 @@ class DuckDBBackend:
         out = []
         with self._lock:
             source = (f"{self._children(child_codes, parent_index)} AS c JOIN "
-                      f"{self._codes(parent_codes)} AS p ON c._p = p._row")
+                      f"{self._parents(parent_codes)} AS p ON c._p = p._row")
             for q in queries:
                 keys, counts = self._group_by([f"c.c{j}" for j in q.child_cols]
                                               + [f"p.c{j}" for j in q.parent_cols], source)
                 out.append(_dense(keys, counts, q.sizes))
         return out
 
-    def close(self) -> None:
+    def forget(self) -> None:
+        """Unregister every array this backend registered (the connection stays open)."""
         with self._lock:
             for name in self._reg.pop_all():
                 self._con.unregister(name)
+
+    def close(self) -> None:
+        self.forget()
+        with self._lock:
             self._con.close()
 
 
@@ -377,11 +403,15 @@ class SparkBackend:
                 out.append(_dense(keys, counts, q.sizes))
         return out
 
-    def close(self) -> None:
+    def forget(self) -> None:
+        """Unpersist every frame this backend created (the session stays)."""
         with self._lock:
             self._reg.pop_all()
             _unpersist(self._persisted)
             self._persisted.clear()
+
+    def close(self) -> None:
+        self.forget()
 
 
 def get_backend(backend: str | CountBackend | None) -> CountBackend:

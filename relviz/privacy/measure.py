@@ -376,12 +376,23 @@ class Curator:
         self._db = db
         self.log = ReadLog()
         self.backend = get_backend(backend)
+        self._owns_backend = isinstance(backend, str)
         self._encoded: dict[str, EncodedTable] = {}
         self._parent_index: dict[str, np.ndarray] = {}
 
     @property
     def schema(self):  # noqa: ANN201 - Schema
         return self._db.schema
+
+    def close(self) -> None:
+        """The end of a fit: the count backend forgets the arrays it registered (a backend made
+        here from its name is closed), and the curator drops its encoded tables and parent rows.
+        Handles given out before keep working only with the pandas backend."""
+        forget = getattr(self.backend, "close" if self._owns_backend else "forget", None)
+        if forget is not None:
+            forget()
+        self._encoded.clear()
+        self._parent_index.clear()
 
     def _enc(self, name: str) -> EncodedTable:
         if name not in self._encoded:

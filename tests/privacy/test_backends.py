@@ -118,6 +118,8 @@ def test_random_codes(seed: int) -> None:
     cols = list(rng.permutation(4)[:rng.integers(0, 5)])
     csz = [int(sizes[c]) for c in cols]
     np.testing.assert_array_equal(a.marginal(codes, cols, csz), b.marginal(codes, cols, csz))
+    small = codes.astype(np.uint8)  # relviz.encoding.code_dtype: engines count the small type
+    np.testing.assert_array_equal(a.marginal(codes, cols, csz), b.marginal(small, cols, csz))
     np.testing.assert_array_equal(a.parent_counts(idx, 40), b.parent_counts(idx, 40))
     q = [Cross(tuple(cols), (1, 0), (*csz, int(sizes[1]), int(sizes[0]))), Cross((), (), ())]
     for x, y in zip(a.cross(codes, pcodes, idx, q), b.cross(codes, pcodes, idx, q)):
@@ -150,6 +152,11 @@ def test_a_seeded_run_is_the_same_on_every_backend(other: CountBackend) -> None:
     assert [(r.target, r.query) for r in run.curator_log_.reads] == \
         [(r.target, r.query) for r in ref.curator_log_.reads]
     assert [(e.component, e.rho) for e in run.ledger_] == [(e.component, e.rho) for e in ref.ledger_]
+    # the fit's end released every private array the engine had registered; the backend (the
+    # caller's) stays usable
+    assert other._reg._tables == {}
+    np.testing.assert_array_equal(other.marginal(np.zeros((3, 1), dtype=np.uint8), [0], [1]), [3])
+    other.forget()
 
 
 def test_cli_backend_option() -> None:
