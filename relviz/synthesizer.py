@@ -183,68 +183,74 @@ class RelationalSynthesizer:
         charge_cap_releases(self.accountant_, schema)
         curator = Curator(truncated, backend=self.backend)
         try:
-            self.curator_log_ = curator.log
-            self.models_: dict[str, Any] = {}
-            self.public_sizes_: dict[str, int] = {}
-            self.sizes_: dict[str, float] | None = None  # reconciled when first needed
-            self._reported_sizes: list[SizeFact] = []
-            self.links_: dict[str, Any] = {}
-            self.relations_: dict[str, Any] = {}
-            self.fit_seconds_: dict[str, float] = {}
-            self.public_ = {t.name: db[t.name] for t in schema.tables if t.public}
-            self.public_codes_ = {n: encode_table(schema.table(n), df) for n, df in self.public_.items()}
-            self._fit_codes: dict[str, EncodedTable] = {}
-            budgets = plan.budgets()
+            return self._fit_components(db, curator, plan, mult, start)
+        finally:  # no private array outlives the fit in a count engine
+            curator.close()
 
-            def budget(name: str) -> Budget:
-                return Budget(self.accountant_, name, budgets[name],
-                              _component_rng(self.random_state, "fit", name))
+    def _fit_components(self, db: Database, curator: Curator, plan: Plan, mult, start: float,  # noqa: ANN001
+                        ) -> RelationalSynthesizer:
+        """:meth:`fit` once the data and the plan are checked: every component's model."""
+        schema = db.schema
+        self.curator_log_ = curator.log
+        self.models_: dict[str, Any] = {}
+        self.public_sizes_: dict[str, int] = {}
+        self.sizes_: dict[str, float] | None = None  # reconciled when first needed
+        self._reported_sizes: list[SizeFact] = []
+        self.links_: dict[str, Any] = {}
+        self.relations_: dict[str, Any] = {}
+        self.fit_seconds_: dict[str, float] = {}
+        self.public_ = {t.name: db[t.name] for t in schema.tables if t.public}
+        self.public_codes_ = {n: encode_table(schema.table(n), df) for n, df in self.public_.items()}
+        self._fit_codes: dict[str, EncodedTable] = {}
+        budgets = plan.budgets()
 
-            if plan.database_method is not None:  # the method owns every private table and FK
-                self._fit_database(plan, curator, budget, mult, start)
-                self.sizes_ = {}  # the database method draws its own sizes
-                self.fitted_ = True
-                self._reporter("fit", "", start)(1.0, "fitted")
-                return self
-            for name in schema.topological_order():
-                if schema.table(name).public:
-                    continue
-                comp = plan.component_of(name, "table")
-                t0 = time.perf_counter()
-                rep = self._reporter("fit", name, start)
-                rep(0.0, f"{comp.method} on {name}")
-                mech = get_mechanism(comp.method, **comp.params)
-                self.models_[name] = mech.fit(
-                    curator.table(name), budget(name), histogram_sensitivity=mult.table_histogram(name),
-                    score_sensitivity=mult.table_score(name), progress=rep)
-                if mult.row_unit:  # table sizes are public facts under row-level units
-                    self.public_sizes_[name] = curator.table(name).total()
-                self.fit_seconds_[name] = time.perf_counter() - t0
-            # links that need no synthetic table first: what they release about the table sizes is
-            # reconciled with the tables' noisy totals when the first synthetic table is drawn
-            edges = [(c, get_linker(c.method, **c.params)) for c in plan.edges]
-            for comp, linker in edges:
-                if not linker.needs_synthetic_tables:
-                    self._fit_edge(comp, linker, curator, budget, mult, start)
-            for comp in plan.relations:
-                fk1, fk2 = schema.fks_from(comp.table)
-                t0 = time.perf_counter()
-                rep = self._reporter("fit", comp.name, start)
-                rep(0.0, f"{comp.method} on {fk1.parent} × {fk2.parent} through {comp.table}")
-                method = get_relation(comp.method, **comp.params)
-                self.relations_[comp.table] = method.fit(
-                    curator.link(fk1, fk2), budget(comp.name), schema=schema, multipliers=mult,
-                    progress=rep, synthetic=_FitTables(self) if method.needs_synthetic_tables else None)
-                self.fit_seconds_[comp.name] = time.perf_counter() - t0
-            for comp, linker in edges:
-                if linker.needs_synthetic_tables:
-                    self._fit_edge(comp, linker, curator, budget, mult, start)
-            self._sizes()
+        def budget(name: str) -> Budget:
+            return Budget(self.accountant_, name, budgets[name],
+                          _component_rng(self.random_state, "fit", name))
+
+        if plan.database_method is not None:  # the method owns every private table and FK
+            self._fit_database(plan, curator, budget, mult, start)
+            self.sizes_ = {}  # the database method draws its own sizes
             self.fitted_ = True
             self._reporter("fit", "", start)(1.0, "fitted")
             return self
-        finally:  # no private array outlives the fit in a count engine
-            curator.close()
+        for name in schema.topological_order():
+            if schema.table(name).public:
+                continue
+            comp = plan.component_of(name, "table")
+            t0 = time.perf_counter()
+            rep = self._reporter("fit", name, start)
+            rep(0.0, f"{comp.method} on {name}")
+            mech = get_mechanism(comp.method, **comp.params)
+            self.models_[name] = mech.fit(
+                curator.table(name), budget(name), histogram_sensitivity=mult.table_histogram(name),
+                score_sensitivity=mult.table_score(name), progress=rep)
+            if mult.row_unit:  # table sizes are public facts under row-level units
+                self.public_sizes_[name] = curator.table(name).total()
+            self.fit_seconds_[name] = time.perf_counter() - t0
+        # links that need no synthetic table first: what they release about the table sizes is
+        # reconciled with the tables' noisy totals when the first synthetic table is drawn
+        edges = [(c, get_linker(c.method, **c.params)) for c in plan.edges]
+        for comp, linker in edges:
+            if not linker.needs_synthetic_tables:
+                self._fit_edge(comp, linker, curator, budget, mult, start)
+        for comp in plan.relations:
+            fk1, fk2 = schema.fks_from(comp.table)
+            t0 = time.perf_counter()
+            rep = self._reporter("fit", comp.name, start)
+            rep(0.0, f"{comp.method} on {fk1.parent} × {fk2.parent} through {comp.table}")
+            method = get_relation(comp.method, **comp.params)
+            self.relations_[comp.table] = method.fit(
+                curator.link(fk1, fk2), budget(comp.name), schema=schema, multipliers=mult,
+                progress=rep, synthetic=_FitTables(self) if method.needs_synthetic_tables else None)
+            self.fit_seconds_[comp.name] = time.perf_counter() - t0
+        for comp, linker in edges:
+            if linker.needs_synthetic_tables:
+                self._fit_edge(comp, linker, curator, budget, mult, start)
+        self._sizes()
+        self.fitted_ = True
+        self._reporter("fit", "", start)(1.0, "fitted")
+        return self
 
     def _fit_edge(self, comp, linker, curator: Curator, budget, mult, start: float) -> None:  # noqa: ANN001
         """Fit one FK's linker (its budget, progress and fit time recorded under the FK)."""
