@@ -18,7 +18,8 @@ private FK):
 * ``measure``: the part of ``fit`` spent inside the backend's count queries (the floor: a
   synthesizer cannot be faster than reading its counts; target: ``fit`` within 5× of it once the
   data are large);
-* ``sample``: ``sample()`` (model sampling, linking, keys);
+* ``sample``: ``sample()`` (model sampling, linking, keys); without ``--report`` the real tables
+  are released first (sampling reads no private data), as a headless run can;
 * ``write``: every synthetic table to Parquet;
 * ``report`` (``--report`` only): the curator report (``relviz.evaluate.html.render_report``).
 
@@ -69,6 +70,39 @@ the sample stage grows by about 3.1 GB per sf unit (the real tables, the synthet
 decoded synthetic frames and their validation are all in memory at once), so sf 10 would need
 about 33 GB; ``Database`` holds pandas frames, and the DuckDB backend counts the encoded codes,
 not the source out of core.
+
+Stop 28 (``--sf 0.1 1 3 --backends pandas duckdb`` and ``--sf 10``, ε = 1, warm JAX cache, pinned
+to one core with the other core busy the whole time: sampling is memory-bound and ran slower
+than in the rows above on both codes, see below; seconds, peak MB of the whole run):
+
+| sf | backend | line items | load | fit | measure | fit / measure | sample | write | total | peak MB |
+|---|---|---|---|---|---|---|---|---|---|---|
+| 0.1 | pandas | 600,572 | 1.4 | 21.4 | 0.56 | 38.2 | 6.2 | 0.3 | 29 | 1,191 |
+| 0.1 | duckdb | 600,572 | 0.5 | 9.3 | 0.94 | 9.9 | 5.2 | 0.3 | 15 | 1,067 |
+| 1 | pandas | 6,001,215 | 7.3 | 22.2 | 2.88 | 7.7 | 79.5 | 3.1 | 112 | 2,258 |
+| 1 | duckdb | 6,001,215 | 6.7 | 14.8 | 3.44 | 4.3 | 76.7 | 2.2 | 100 | 2,246 |
+| 3 | pandas | 17,996,609 | 23.9 | 29.4 | 8.79 | 3.3 | 259.2 | 8.4 | 321 | 4,397 |
+| 3 | duckdb | 17,996,609 | 27.0 | 36.6 | 12.17 | 3.0 | 226.8 | 5.9 | 296 | 4,560 |
+| 10 | duckdb | 59,986,052 | 59.4 | 96.3 | 31.65 | 3.0 | 481.6 | 29.1 | 666 | 12,823 |
+
+**sf 10 completes with DuckDB within 16 GB** (12.8 GB, 11.1 min; per stage 11.5 / 12.6 / 12.8 /
+9.8 GB) and the fit is within 5× of its count queries from sf 1 (4.3×, 3.0× at sf 3 and 10).
+Peak memory against stop 27: sf 1 4,271 → 2,246 MB, sf 3 10,468 → 4,560 MB. What changed: codes
+are held in their smallest unsigned type (``relviz.encoding.code_dtype``: uint8 here, 8× less
+than int64) and the DuckDB backend counts them in that type (it registered int64 copies of
+every code column: 4.3 GB for the line items at sf 10), registers row positions only for a
+join's parent side, and forgets its arrays when the fit ends; ``Database.parent_index`` matches
+integer keys by a lookup table or one hash probe instead of a ``MultiIndex`` (sf 3: the
+composite FK into partsupp 4.2 → 1.8 s, +697 → +445 MB); keys stored in order are checked for
+duplicates without hashing; the unrevised TPC-H tables are encoded by DuckDB straight to Parquet
+(out of core) and read with Arrow's self-destruct conversion (sf 3: read peak 3.9 → 3.1 GB,
+11.4 → 5.4 s); the count model's goodness of fit reads its CDF from a grid above 20,000
+distinct values; and this benchmark releases the real tables before sampling and gives Arrow's
+freed pages back (mimalloc keeps them otherwise: 7.5 GB at sf 10). The sample times above are
+not comparable with stop 27's: with this load on the machine, the same sf 1 sample took 81.0 s
+on stop 27's code and 54.6 s on this one (fit 22.1 → 16.3 s; pandas backend, run back to back
+on the same core), so the sample stage is faster, not slower. Sampling is 72 % of sf 10's time,
+most of it inside mbi's ``synthetic_data`` (``np.unique`` over rows).
 """
 
 from __future__ import annotations
@@ -126,9 +160,8 @@ class TimedBackend:
 
 def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bool) -> dict:
     """One scale factor with one backend, in this process; returns the row."""
-    from report_memory import PeakMeter
-
     import pyarrow as pa
+    from report_memory import PeakMeter
 
     import relviz.datasets as datasets
     from relviz.datasets import load
