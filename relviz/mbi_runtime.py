@@ -144,7 +144,9 @@ def repair_compilation_cache(folder: str | os.PathLike) -> int:
     an entry without its time, and from then on every eviction scan in every process fails on it:
     no executable is stored again and each attempt warns ("Error writing persistent compilation
     cache entry"). Such entries get time 0, so that they are the first evicted. Runs under the
-    cache's own file lock (``.lockfile``), as JAX's reads and writes do.
+    cache's own file lock (``.lockfile``), as JAX's reads and writes do; when the lock is not
+    free within 10 s, or the folder cannot be written, nothing is repaired (returns 0): the cache
+    is an optimisation and never stops an import.
     """
     from pathlib import Path
 
@@ -152,12 +154,15 @@ def repair_compilation_cache(folder: str | os.PathLike) -> int:
 
     folder = Path(folder)
     fixed = 0
-    with filelock.FileLock(str(folder / ".lockfile"), timeout=10):
-        for entry in folder.glob("*-cache"):
-            atime = folder / (entry.name.removesuffix("-cache") + "-atime")
-            if not atime.exists():
-                atime.write_bytes((0).to_bytes(8, "little"))
-                fixed += 1
+    try:
+        with filelock.FileLock(str(folder / ".lockfile"), timeout=10):
+            for entry in folder.glob("*-cache"):
+                atime = folder / (entry.name.removesuffix("-cache") + "-atime")
+                if not atime.exists():
+                    atime.write_bytes((0).to_bytes(8, "little"))
+                    fixed += 1
+    except (filelock.Timeout, OSError):
+        return 0
     return fixed
 
 

