@@ -46,8 +46,8 @@ Commands:
   file. Its defaults are the page's (``$RELVIZ_DEMO_EPSILONS`` included); ``--refresh``
   recomputes. The file compares with the real data: curator view (not private).
 
-``--data`` takes a folder of CSV files (one per table), a SQLite file (``.sqlite``, ``.db``) or a
-DuckDB file (``.duckdb``). Exit status: 0 on success, 2 on invalid input (every problem listed),
+``--data`` takes a folder of CSV or Parquet files (one per table; Parquet when the folder holds no
+CSV file), a SQLite file (``.sqlite``, ``.db``) or a DuckDB file (``.duckdb``). Exit status: 0 on success, 2 on invalid input (every problem listed),
 130 when interrupted (the ledger written so far is true).
 """
 
@@ -84,14 +84,16 @@ def _load_data(args: argparse.Namespace):  # noqa: ANN202 - Database
                          "Get a starting point with `relviz schema --data PATH > schema.json`, review "
                          "it, or pass --allow-inferred-schema to use domains read from the data "
                          "(not differentially private).")
-    if path.is_dir():
+    if path.is_dir() and any(path.glob("*.parquet")) and not any(path.glob("*.csv")):
+        db = Database.from_parquet_dir(path, schema, validate=False)
+    elif path.is_dir():
         db = Database.from_csv_dir(path, schema, validate=False)
     elif path.suffix.lower() == ".duckdb":
         db = Database.from_duckdb(path, schema, validate=False)
     elif path.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
         db = Database.from_sqlite(path, schema, validate=False)
     else:
-        raise SystemExit(f"relviz: cannot read {path} (expected a CSV folder, .sqlite/.db or .duckdb)")
+        raise SystemExit(f"relviz: cannot read {path} (expected a folder of CSV or Parquet files, .sqlite/.db or .duckdb)")
     if getattr(args, "drop_undeclared", False):
         db, dropped = db.drop_undeclared()
         for table, cols in dropped.items():
@@ -429,7 +431,7 @@ def _parser() -> argparse.ArgumentParser:
     def source(sp: argparse.ArgumentParser, need_schema: bool = False) -> None:
         g = sp.add_mutually_exclusive_group(required=True)
         g.add_argument("--dataset", help="a built-in database (see `relviz datasets`)")
-        g.add_argument("--data", help="CSV folder, SQLite file or DuckDB file")
+        g.add_argument("--data", help="folder of CSV or Parquet files, SQLite file or DuckDB file")
         sp.add_argument("--schema", help="schema JSON (public domains, keys, privacy unit)")
 
     def drop_undeclared(sp: argparse.ArgumentParser) -> None:

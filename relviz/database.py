@@ -427,6 +427,44 @@ class Database:
         return cls(schema, frames, validate=validate)
 
     @classmethod
+    def _from_read(cls, frames: dict[str, pd.DataFrame], schema: Schema | None,
+                   validate: bool, *, inferred: Schema | None = None) -> Database:
+        """A database over frames this module has just read from files (nobody else holds them):
+        adopted, not copied again (a second copy of every table at load time; issue 15). A
+        caller's ``schema`` casts the columns it declares (:func:`_coerce`); without one, the
+        ``inferred`` schema (from the file's constraints) or :func:`infer_schema` describes the
+        frames as read."""
+        if schema is not None:
+            frames = _coerce(frames, schema)
+        else:
+            schema = inferred if inferred is not None else infer_schema(frames)
+        return cls._adopt(schema, frames, validate=validate)
+
+    @classmethod
+    def from_parquet_dir(cls, path: str | Path, schema: Schema | None = None, *,
+                         validate: bool = True) -> Database:
+        """One Parquet file per table (``<table>.parquet``) in ``path``, as :meth:`to_parquet`
+        writes them; the schema is inferred when not given (review it, as for
+        :meth:`from_frames`).
+
+        Each file is read by pyarrow and converted column by column, freeing each Arrow column as
+        it goes (``self_destruct``), so the peak stays near one copy of the data.
+
+        Raises:
+            DataError: no ``.parquet`` file in ``path``; with ``validate``, every problem of the
+                data against the schema.
+        """
+        path = Path(path)
+        files = sorted(path.glob("*.parquet"))
+        if not files:
+            raise DataError([Problem("missing_table", f"no .parquet files in {path}")])
+        names = schema.table_names if schema is not None else [f.stem for f in files]
+        frames = {name: pd.read_parquet(path / f"{name}.parquet",
+                                        to_pandas_kwargs={"self_destruct": True, "split_blocks": True})
+                  for name in names if (path / f"{name}.parquet").exists()}
+        return cls._from_read(frames, schema, validate)
+
+    @classmethod
     def from_csv_dir(cls, path: str | Path, schema: Schema | None = None, *,
                      validate: bool = True) -> Database:
         """One CSV file per table (``<table>.csv``) in ``path``."""
@@ -441,9 +479,7 @@ class Database:
             if not f.exists():
                 continue
             frames[name] = pd.read_csv(f)
-        if schema is not None:
-            frames = _coerce(frames, schema)
-        return cls.from_frames(frames, schema, validate=validate)
+        return cls._from_read(frames, schema, validate)
 
     @classmethod
     def from_sqlite(cls, path: str | Path, schema: Schema | None = None, *,
@@ -467,11 +503,8 @@ class Database:
                                 tuple(r[4] for r in rows if r[4] is not None)))
         finally:
             con.close()
-        if schema is None:
-            schema = _schema_from_constraints(frames, pks, fks)
-        else:
-            frames = _coerce(frames, schema)
-        return cls.from_frames(frames, schema, validate=validate)
+        inferred = _schema_from_constraints(frames, pks, fks) if schema is None else None
+        return cls._from_read(frames, schema, validate, inferred=inferred)
 
     @classmethod
     def from_duckdb(cls, path: str | Path, schema: Schema | None = None, *,
@@ -495,11 +528,8 @@ class Database:
                     fks.append((tname, tuple(cols), rtable, tuple(rcols or ())))
         finally:
             con.close()
-        if schema is None:
-            schema = _schema_from_constraints(frames, pks, fks)
-        else:
-            frames = _coerce(frames, schema)
-        return cls.from_frames(frames, schema, validate=validate)
+        inferred = _schema_from_constraints(frames, pks, fks) if schema is None else None
+        return cls._from_read(frames, schema, validate, inferred=inferred)
 
     # -- exports ------------------------------------------------------------------------------------
     def _ordered(self) -> list[str]:
@@ -761,7 +791,7 @@ def _coerce(frames: dict[str, pd.DataFrame], schema: Schema) -> dict[str, pd.Dat
         if name not in schema.table_names:
             out[name] = df
             continue
-        df = df.copy()
+        df = df.copy(deep=False)  # copy-on-write: the columns cast below are new, the rest shared
         for a in schema.table(name).attributes:
             if a.name not in df.columns:
                 continue
