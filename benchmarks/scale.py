@@ -83,10 +83,11 @@ than in the rows above on both codes, see below; seconds, peak MB of the whole r
 | 1 | duckdb | 6,001,215 | 6.7 | 14.8 | 3.44 | 4.3 | 76.7 | 2.2 | 100 | 2,246 |
 | 3 | pandas | 17,996,609 | 23.9 | 29.4 | 8.79 | 3.3 | 259.2 | 8.4 | 321 | 4,397 |
 | 3 | duckdb | 17,996,609 | 27.0 | 36.6 | 12.17 | 3.0 | 226.8 | 5.9 | 296 | 4,560 |
+| 10 | pandas | 59,986,052 | 68.6 | 77.5 | 23.71 | 3.3 | 628.1 | 30.5 | 805 | 12,356 |
 | 10 | duckdb | 59,986,052 | 59.4 | 96.3 | 31.65 | 3.0 | 481.6 | 29.1 | 666 | 12,823 |
 
 **sf 10 completes with DuckDB within 16 GB** (12.8 GB, 11.1 min; per stage 11.5 / 12.6 / 12.8 /
-9.8 GB) and the fit is within 5× of its count queries from sf 1 (4.3×, 3.0× at sf 3 and 10).
+9.8 GB; the pandas backend 12.4 GB, 13.4 min) and the fit is within 5× of its count queries from sf 1 (4.3×, 3.0× at sf 3 and 10).
 Peak memory against stop 27: sf 1 4,271 → 2,246 MB, sf 3 10,468 → 4,560 MB. What changed: codes
 are held in their smallest unsigned type (``relviz.encoding.code_dtype``: uint8 here, 8× less
 than int64) and the DuckDB backend counts them in that type (it registered int64 copies of
