@@ -82,6 +82,8 @@ def _integer_parent_index(child: pd.DataFrame, cols: Sequence[str], parent: pd.D
     lows, spans = [], []
     for c in pcols:
         lo, hi = int(parent[c].min()), int(parent[c].max())
+        if not -2 ** 62 < lo <= hi < 2 ** 62:  # e.g. uint64 beyond int64: the general path
+            return None
         lows.append(lo)
         spans.append(hi - lo + 1)
     if math.prod(spans) >= 2 ** 62:
@@ -640,6 +642,8 @@ def _sorted_integer_key(df: pd.DataFrame, cols: Sequence[str]) -> bool:
     spans = []
     for c in cols:
         lo, hi = int(df[c].min()), int(df[c].max())
+        if not -2 ** 62 < lo <= hi < 2 ** 62:
+            return False
         spans.append(hi - lo + 1)
         if math.prod(spans) >= 2 ** 62:
             return False

@@ -306,6 +306,9 @@ def test_integer_keys_are_matched_like_the_general_path(seed: int, spread: int) 
         np.testing.assert_array_equal(fast, general(cols, pcols))
         assert (fast >= 0).any() and (fast < 0).any()
     pd.testing.assert_frame_equal(child, before)
+    huge = pd.DataFrame({"a": np.array([1, 2 ** 63 + 5], dtype=np.uint64)})
+    assert _integer_parent_index(pd.DataFrame({"x": np.array([2 ** 63 + 5], dtype=np.uint64)}), ["x"],
+                                 huge, ["a"]) is None  # beyond int64: the general path
     text = parent.assign(a=parent["a"].astype(str))
     assert _integer_parent_index(child.assign(x=child["x"].astype(str)), ["x"], text, ["a"]) is None
 
