@@ -109,7 +109,6 @@ most of it inside mbi's ``synthetic_data`` (``np.unique`` over rows).
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import subprocess
@@ -161,10 +160,10 @@ class TimedBackend:
 
 def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bool) -> dict:
     """One scale factor with one backend, in this process; returns the row."""
-    import pyarrow as pa
     from report_memory import PeakMeter
 
     import relviz.datasets as datasets
+    from relviz.database import release_freed_memory
     from relviz.datasets import load
     from relviz.plan import Plan
     from relviz.privacy.backends import get_backend
@@ -193,10 +192,7 @@ def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bo
     if not report:  # sampling reads no private data: release the real tables, as a headless run can
         del db
         datasets._LOADED.clear()
-        gc.collect()
-        # Arrow's allocator (mimalloc) keeps freed pages for reuse by Arrow alone; give them back
-        # (sf 1: resident 1,752 -> 983 MB), else numpy's sampling arrays come on top of them
-        pa.default_memory_pool().release_unused()
+        release_freed_memory()  # else numpy's sampling arrays come on top of Arrow's freed pages
     fake = stage("sample", syn.sample)
     with tempfile.TemporaryDirectory() as tmp:
         stage("write", lambda: fake.to_parquet(tmp))  # one row group per 10⁶ rows

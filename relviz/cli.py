@@ -203,6 +203,7 @@ class _Bar:
 
 
 def _cmd_synth(args: argparse.Namespace) -> int:
+    from relviz.database import release_freed_memory
     from relviz.errors import RelvizError
     from relviz.plan import Plan
     from relviz.synthesizer import RelationalSynthesizer
@@ -277,7 +278,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         timings["fit"] = time.perf_counter() - t0
         if args.no_report:  # sampling reads no private data and no report needs it: let it go
             db = None
-            _release_memory()
+            release_freed_memory()
         t0 = time.perf_counter()
         syn = synth.sample(scale=args.scale)
         timings["sample"] = time.perf_counter() - t0
@@ -355,18 +356,6 @@ def _report(db, syn, synth, curator: Path, args: argparse.Namespace):  # noqa: A
                  title=f"relviz — {db.schema.name or 'database'} at ε = {synth.plan_.epsilon_effective:g}",
                  extra=extra, report=report)
     return report
-
-
-def _release_memory() -> None:
-    """Return freed memory to the system once the real tables are dropped: Python's cycles, and
-    the pages Arrow's allocator (mimalloc) keeps for its own reuse (at TPC-H sf 1, 0.8 GB that
-    numpy's sampling arrays could not use)."""
-    import gc
-
-    import pyarrow as pa
-
-    gc.collect()
-    pa.default_memory_pool().release_unused()
 
 
 def _print_summary(schema, real_rows: dict[str, int], excluded: list[str], syn, synth,  # noqa: ANN001

@@ -28,7 +28,7 @@ from relviz.encoding import column_problems, parse_datetimes
 from relviz.errors import DataError, Problem
 from relviz.schema import ForeignKey, Schema, Table, infer_schema
 
-__all__ = ["Database", "RepairReport"]
+__all__ = ["Database", "RepairReport", "read_parquet_frame", "release_freed_memory"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,65 @@ def _key_frame(df: pd.DataFrame, cols: Sequence[str]) -> pd.Index:
     return pd.MultiIndex.from_arrays([df[c] for c in cols])
 
 
+def read_parquet_frame(path: str | Path) -> pd.DataFrame:
+    """One Parquet file as a frame, each Arrow column freed as it is converted (pyarrow's
+    ``self_destruct``), so the peak stays near one copy of the data (TPC-H sf 3: 3.9 → 3.1 GB,
+    11.4 → 5.4 s against a plain ``pd.read_parquet``)."""
+    return pd.read_parquet(path, to_pandas_kwargs={"self_destruct": True, "split_blocks": True})
+
+
+def release_freed_memory() -> None:
+    """Give freed memory back to the system once large frames are dropped: Python's cycles, and
+    the pages Arrow's allocator (mimalloc) keeps for Arrow's own reuse, which numpy's arrays
+    cannot use (TPC-H sf 1 after its real tables are dropped: 1,752 → 983 MB resident)."""
+    import gc
+
+    import pyarrow as pa
+
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+
+
+def _is_integer(s: pd.Series) -> bool:
+    return pd.api.types.is_integer_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
+
+
+def _integer_ranges(df: pd.DataFrame, cols: Sequence[str]) -> tuple[list[int], list[int]] | None:
+    """``(minimum, max − min + 1)`` of each integer column without nulls, or ``None`` (a column
+    that is not integer-typed or holds nulls, values beyond ±2⁶² such as large uint64, or ranges
+    whose product passes 2⁶²: the combined key would not fit int64)."""
+    if not all(_is_integer(df[c]) and not df[c].hasnans for c in cols):
+        return None
+    lows, spans = [], []
+    for c in cols:
+        if not len(df):
+            lows.append(0)
+            spans.append(1)
+            continue
+        lo, hi = int(df[c].min()), int(df[c].max())
+        if not -2 ** 62 < lo <= hi < 2 ** 62:
+            return None
+        lows.append(lo)
+        spans.append(hi - lo + 1)
+    return (lows, spans) if math.prod(spans) < 2 ** 62 else None
+
+
+def _radix_key(df: pd.DataFrame, cols: Sequence[str], lows: Sequence[int], spans: Sequence[int],
+               *, clip: bool = False) -> np.ndarray:
+    """One int64 per row: the columns shifted by ``lows`` and combined in mixed radix over
+    ``spans`` (first column most significant). ``clip`` bounds each shifted value (and a null,
+    read as its column's low) to its span first, for rows outside the ranges (masked by the
+    caller). The caller's columns are never written."""
+    key = np.zeros(len(df), dtype=np.int64)
+    for c, lo, span in zip(cols, lows, spans):
+        shifted = df[c].to_numpy(dtype=np.int64, na_value=lo) - lo
+        if clip:
+            np.clip(shifted, 0, span - 1, out=shifted)
+        key *= span
+        key += shifted
+    return key
+
+
 def _integer_parent_index(child: pd.DataFrame, cols: Sequence[str], parent: pd.DataFrame,
                           pcols: Sequence[str]) -> np.ndarray | None:
     """:meth:`Database.parent_index` for integer key columns, or ``None`` when it does not apply
@@ -72,40 +131,17 @@ def _integer_parent_index(child: pd.DataFrame, cols: Sequence[str], parent: pd.D
     parent's range are orphans. At 6·10⁷ line items (TPC-H sf 10) a FK then needs about two
     int64 arrays of the child's length beside the data (issue 15: memory at scale).
     """
-    def integer(s: pd.Series) -> bool:
-        return pd.api.types.is_integer_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
-
-    if not (all(integer(parent[c]) for c in pcols) and all(integer(child[c]) for c in cols)):
+    ranges = _integer_ranges(parent, pcols)
+    if ranges is None or len(parent) == 0 or not all(_is_integer(child[c]) for c in cols):
         return None
-    if len(parent) == 0 or any(parent[c].hasnans for c in pcols):
-        return None
-    lows, spans = [], []
-    for c in pcols:
-        lo, hi = int(parent[c].min()), int(parent[c].max())
-        if not -2 ** 62 < lo <= hi < 2 ** 62:  # e.g. uint64 beyond int64: the general path
-            return None
-        lows.append(lo)
-        spans.append(hi - lo + 1)
-    if math.prod(spans) >= 2 ** 62:
-        return None
-    pkey = np.zeros(len(parent), dtype=np.int64)
-    ckey: np.ndarray | None = None
+    lows, spans = ranges
+    pkey = _radix_key(parent, pcols, lows, spans)
     inside = np.ones(len(child), dtype=bool)
-    for pc, cc, lo, span in zip(pcols, cols, lows, spans):
-        pkey *= span
-        pkey += parent[pc].to_numpy(dtype=np.int64) - lo
+    for cc, lo, span in zip(cols, lows, spans):  # child values outside the parent's range
         col = child[cc]
-        null = col.isna().to_numpy()
-        shifted = col.to_numpy(dtype=np.int64, na_value=lo) - lo  # new: the caller's column stays
-        inside &= ~null & (shifted >= 0) & (shifted < span)
-        np.clip(shifted, 0, span - 1, out=shifted)
-        if ckey is None:
-            ckey = shifted
-        else:
-            ckey *= span
-            ckey += shifted
-        del shifted
-    assert ckey is not None
+        vals = col.to_numpy(dtype=np.int64, na_value=lo)
+        inside &= ~col.isna().to_numpy() & (vals >= lo) & (vals < lo + span)
+    ckey = _radix_key(child, cols, lows, spans, clip=True)
     cells = math.prod(spans)
     if cells <= 8 * len(parent) + 1_000_000:  # dense keys: a lookup table over the key range
         table = np.full(cells, -1, dtype=np.int64)
@@ -449,8 +485,7 @@ class Database:
         writes them; the schema is inferred when not given (review it, as for
         :meth:`from_frames`).
 
-        Each file is read by pyarrow and converted column by column, freeing each Arrow column as
-        it goes (``self_destruct``), so the peak stays near one copy of the data.
+        Each file is read by :func:`read_parquet_frame`.
 
         Raises:
             DataError: no ``.parquet`` file in ``path``; with ``validate``, every problem of the
@@ -461,8 +496,7 @@ class Database:
         if not files:
             raise DataError([Problem("missing_table", f"no .parquet files in {path}")])
         names = schema.table_names if schema is not None else [f.stem for f in files]
-        frames = {name: pd.read_parquet(path / f"{name}.parquet",
-                                        to_pandas_kwargs={"self_destruct": True, "split_blocks": True})
+        frames = {name: read_parquet_frame(path / f"{name}.parquet")
                   for name in names if (path / f"{name}.parquet").exists()}
         return cls._from_read(frames, schema, validate)
 
@@ -633,22 +667,10 @@ def _sorted_integer_key(df: pd.DataFrame, cols: Sequence[str]) -> bool:
     key order (then the key has no null and no duplicate): tables exported from a database are
     usually stored in key order, and this check needs one int64 array of the table's length where
     the general duplicate search hashes every row (issue 15: memory at scale)."""
-    if len(df) < 2 or not all(pd.api.types.is_integer_dtype(df[c].dtype)
-                              and not pd.api.types.is_bool_dtype(df[c].dtype) for c in cols):
+    ranges = _integer_ranges(df, cols) if len(df) >= 2 else None
+    if ranges is None:
         return False
-    if any(df[c].hasnans for c in cols):
-        return False
-    key = np.zeros(len(df), dtype=np.int64)
-    spans = []
-    for c in cols:
-        lo, hi = int(df[c].min()), int(df[c].max())
-        if not -2 ** 62 < lo <= hi < 2 ** 62:
-            return False
-        spans.append(hi - lo + 1)
-        if math.prod(spans) >= 2 ** 62:
-            return False
-        key *= spans[-1]
-        key += df[c].to_numpy(dtype=np.int64) - lo
+    key = _radix_key(df, cols, *ranges)
     return bool((key[1:] > key[:-1]).all())
 
 

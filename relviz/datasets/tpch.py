@@ -132,6 +132,7 @@ import numpy as np
 import pandas as pd
 
 from relviz.cache import cache_folder
+from relviz.database import read_parquet_frame
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 
 __all__ = [
@@ -461,11 +462,7 @@ def tables(sf: float = DEFAULT_SF, seed: int = 0, revisions: bool = True, *,
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         _publish(tmp, folder)
-    # self_destruct: each Arrow column is freed as it is converted (peak and time at sf 1:
-    # 1.40 → 1.26 GB, 5.6 → 1.4 s); benchmarks/scale.py
-    out = {t: pd.read_parquet(folder / f"{t}.parquet",
-                              to_pandas_kwargs={"self_destruct": True, "split_blocks": True})
-           for t in TABLES}
+    out = {t: read_parquet_frame(folder / f"{t}.parquet") for t in TABLES}
     params = {"sf": float(sf), "seed": int(seed) if revisions else None, "revisions": bool(revisions)}
     for df in out.values():
         df.attrs["tpch"] = dict(params)

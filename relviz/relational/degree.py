@@ -258,9 +258,9 @@ def _binned_log_likelihood(y: np.ndarray, lam: np.ndarray, zero: np.ndarray, sig
     ``y`` binned at ``LIKELIHOOD_BIN·σ``: ``Σ_b m_b·log P(y ∈ b)``, with ``P(y ∈ b)`` the model's
     CDF difference over bin ``b`` (the exact likelihood of the binned values, which are
     post-processing of the release). Used above :data:`LIKELIHOOD_EXACT_MAX` distinct values
-    when there are fewer bins than distinct values (continuous Gaussian noise gives one per parent: 8·10⁵ at TPC-H sf 1's partsupp), where its
-    cost follows the number of bins (the range of ``y`` over ``LIKELIHOOD_BIN·σ``), not of
-    parents. A bin is a twentieth of the noise's σ, so the binned values keep nearly all the
+    when there are fewer bins than distinct values (continuous Gaussian noise gives one per
+    parent: 8·10⁵ at TPC-H sf 1's partsupp), where its cost follows the number of bins (the
+    range of ``y`` over ``LIKELIHOOD_BIN·σ``), not of parents. A bin is a twentieth of the noise's σ, so the binned values keep nearly all the
     information about the rate (Sheppard's correction: the bin adds ``w²/12`` = 0.0002·σ² of
     variance); ``tests/relational/test_degree.py`` compares the two fits."""
     width = LIKELIHOOD_BIN * sigma
