@@ -42,7 +42,14 @@ import numpy as np
 
 from relviz.privacy.budget import Budget
 from relviz.relational.privpetal.accounting import FKPlan, SubPlan, schedule, usefulness_limit
-from relviz.relational.privpetal.mrf import JTree, Measurement, Model, greedy_graph, junction_tree
+from relviz.relational.privpetal.mrf import (
+    TORCH_MIN_CELLS,
+    JTree,
+    Measurement,
+    Model,
+    greedy_graph,
+    junction_tree,
+)
 from relviz.relational.privpetal.npm import (
     SIZE,
     Key,
@@ -85,6 +92,27 @@ class Params:
     rscore_mode: str = "per_size"
     sampling: str = "rounded"
     slice_weights: str = "noise"
+    device: str = "auto"
+
+
+def fit_device(device: str):  # noqa: ANN201
+    """The ``torch.device`` of the model fits (``Model.fit``), or None for numpy: ``"auto"``
+    gives CUDA when present and numpy otherwise (numpy is faster on a CPU: the fits are many
+    small arrays, where torch's per-operation cost dominates; docs/methods/privpetal.md §5.6);
+    ``"numpy"``; ``"cpu"`` or ``"cuda[:n]"`` for torch there.
+
+    Raises:
+        ValueError: CUDA was asked for and torch sees none.
+    """
+    if device == "numpy":
+        return None
+    import torch
+
+    from relviz.relational.torch_device import resolve_device
+
+    if device == "auto" and not torch.cuda.is_available():
+        return None
+    return resolve_device(device)
 
 
 # -- R-scores ------------------------------------------------------------------------------------
@@ -291,6 +319,9 @@ class _Run:
                  hnames: Sequence[str], inames: Sequence[str], rep: Callable[[float, str], None],
                  seed: int, public_groups: int | None = None) -> None:
         self.fk, self.priv, self.budget, self.plan, self.p = fk, priv, budget, plan, params
+        self.device = fit_device(params.device)
+        # "auto" sends only the large fits to CUDA; an explicit device takes them all
+        self.min_cells = TORCH_MIN_CELLS if params.device == "auto" else 0
         self.public_groups = public_groups
         self.hnames, self.inames = list(hnames), list(inames)
         self.N = priv.N
@@ -391,7 +422,8 @@ class _Run:
                              total_cap=self.p.sub_model_cells / n_size) if others else []
         cliques = [tuple([SIZE] + list(c)) for c in graph] or [(SIZE,)]
         search = JTree(cliques, junction_tree(cliques), dom)
-        model = Model(V, dom, search, self.total(lo))
+        model = Model(V, dom, search, self.total(lo), device=self.device,
+                      device_min_cells=self.min_cells)
         model.add(Measurement((SIZE,), self.n_noisy[lo:].copy()))
         n_all = float(self.n_noisy.sum())
         limit = usefulness_limit(n_all, sub.sigma_mar, self.lam, self.p.max_cells)
@@ -463,7 +495,8 @@ class _Run:
                                       hvars)
         else:  # A_H = {size}: the size distribution is ñ_s already (docs §8 D16)
             dom = {SIZE: self.N + 1, **{v: self.vdom(v) for v in hvars}}
-            hmodel = Model([SIZE] + hvars, dom, JTree([(SIZE,)], [], dom), self.total(0))
+            hmodel = Model([SIZE] + hvars, dom, JTree([(SIZE,)], [], dom), self.total(0),
+                           device=self.device, device_min_cells=self.min_cells)
             hmodel.add(Measurement((SIZE,), self.n_noisy.copy()))
             hmodel.fit(self.p.fit_iters)
         if not a:
@@ -532,7 +565,8 @@ class _Run:
         cliques = greedy_graph(V, dom, self.R, initial=initial, clique_cap=p.clique_cells,
                                total_cap=p.model_cells)
         search = JTree(cliques, junction_tree(cliques), dom)
-        model = Model(V, dom, search, self.total(lo))
+        model = Model(V, dom, search, self.total(lo), device=self.device,
+                      device_min_cells=self.min_cells)
         model.add(Measurement((SIZE,), self.n_noisy[lo:].copy()))
         slots = sorted({v[1] for v in V if v[0] == "I"})
         csets = [set(c) for c in cliques]

@@ -218,6 +218,9 @@ class PrivPetal(Params):
         slice_weights: ``"noise"`` (default, relviz): each NPM slice's residual weighted by
             ``min(1, 1/c)``, ``c`` the factor its rescaling to ``ñ_s`` multiplied its noise by
             (docs §8 D25); ``"none"``: the spec's unweighted loss.
+        device: Where the MRF fits run (``Model.fit``, about nine tenths of the fit time):
+            ``"auto"`` (torch on CUDA when present, else numpy, faster on a CPU), ``"numpy"``,
+            ``"cpu"`` or ``"cuda[:n]"`` (torch there, float64).
         split_above: Attributes with more codes are modelled as two digits (None: never).
         public_context: Hops of public parents whose attributes join a public referenced table.
 
@@ -256,6 +259,8 @@ class PrivPetal(Params):
             raise ParameterError("slice_weights", "slice_weights must be 'noise' or 'none'")
         if (self.lam is not None and not self.lam > 0) or not self.max_cells > 0:
             raise ParameterError("lam", "lam and max_cells must be positive")
+        if not (self.device in ("auto", "numpy", "cpu") or str(self.device).startswith("cuda")):
+            raise ParameterError("device", "device must be 'auto', 'numpy', 'cpu' or 'cuda[:n]'")
         if self.split_above is not None and (int(self.split_above) != self.split_above
                                              or self.split_above < 10):
             raise ParameterError("split_above", "split_above must be None or an integer ≥ 10")
