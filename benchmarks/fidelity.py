@@ -168,6 +168,12 @@ DATASETS = ("nycflights13", *NYC_VARIANTS, "movielens", "schools", "baseball", "
             "census")
 DEFAULT_DATASETS = ("galton", "schools", "movielens", "census", "nycflights13-tuple")
 PAPER_DATASETS = ("tpch", "census")
+PAPER_MODELLED_FKS = {  # dataset → method → FKs the paper models although their parent is public
+    "tpch": {"privpetal": ("orders.o_custkey->customer", "lineitem.l_partkey+l_suppkey->partsupp")},
+}
+"""FKs to public parents that a paper's own setup models (so they get DP caps here) where the
+method's default plan would link them: PrivPetal's TPC-H runs ([P] §6.1's 50/25/25 split models
+``orders → customer`` and ``lineitem → partsupp``)."""
 DEFAULT_EPS = (0.5, 1.0, 4.0)
 PAPER_EPS = (0.2, 0.4, 0.8, 1.6, 3.2)
 DEFAULT_MECHANISMS = ("mst",)
@@ -305,26 +311,24 @@ def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
     gets no cap there (a DP cap would make PrivLava model it, the paper's mode, and cost the
     budget its latent marginals need). PrivPetal's default plan likewise links an uncapped FK to
     a public parent (and any FK with a cap above 64) with the degree method
-    (``PrivPetal.linked_reason``), except on TPC-H, where the paper models ``orders → customer``
-    and ``lineitem → partsupp`` ([P] §6.1's 50/25/25 split), so those get DP caps as before."""
+    (``PrivPetal.linked_reason``), except the FKs of :data:`PAPER_MODELLED_FKS`, which the paper
+    models, so those get DP caps."""
     import numpy as np
 
     from relviz.privacy.accountant import rho_from_epsilon_delta
     from relviz.privacy.caps import with_dp_caps
+    from relviz.relational import get_database
 
     if spec["method"] not in ("privlava", "privpetal"):
         return db, ""
     unit = db.schema.privacy_unit
     missing = [fk.name for fk in db.schema.private_foreign_keys
                if unit is None or fk.name not in unit.caps]
-    if spec["method"] == "privlava":  # its default plan links uncapped FKs to public parents
-        from relviz.relational.privlava.method import PrivLava
-
-        missing = [n for n in missing if PrivLava().linked_reason(db.schema, db.schema.foreign_key(n)) is None]
-    elif spec["dataset"] != "tpch":  # PrivPetal's mixed mode, outside the paper's TPC-H setting
-        from relviz.relational.privpetal.method import PrivPetal
-
-        missing = [n for n in missing if PrivPetal().linked_reason(db.schema, db.schema.foreign_key(n)) is None]
+    # the default plan links uncapped FKs to public parents, except where the paper models them
+    method = get_database(spec["method"])
+    paper = PAPER_MODELLED_FKS.get(spec["dataset"], {}).get(spec["method"], ())
+    missing = [n for n in missing
+               if n in paper or method.linked_reason(db.schema, db.schema.foreign_key(n)) is None]
     if not missing:
         return db, ""
     rho = CAP_SHARE * rho_from_epsilon_delta(spec["epsilon"], DELTA)
