@@ -203,6 +203,7 @@ class _Bar:
 
 
 def _cmd_synth(args: argparse.Namespace) -> int:
+    from relviz import datasets
     from relviz.database import release_freed_memory
     from relviz.errors import RelvizError
     from relviz.plan import Plan
@@ -278,6 +279,8 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         timings["fit"] = time.perf_counter() - t0
         if args.no_report:  # sampling reads no private data and no report needs it: let it go
             db = None
+            if args.dataset:  # the built-in loader's cache holds it too
+                datasets.forget(args.dataset)
             release_freed_memory()
         t0 = time.perf_counter()
         syn = synth.sample(scale=args.scale)

@@ -125,7 +125,8 @@ def test_synth_preset_baseline_80_20(tmp_path, capsys: pytest.CaptureFixture[str
         shares[c["kind"]] += Fraction(c["share"])
     assert shares == {"table": Fraction(4, 5), "edge": Fraction(1, 5)}
     assert {c["method"] for c in plan["components"] if c["kind"] == "edge"} == {"degree"}
-    printed = capsys.readouterr().out  # --no-report drops the real tables before sampling;
+    printed = capsys.readouterr().out  # --no-report drops the real tables before sampling
+    assert not any(k[0] == "schools" for k in datasets._LOADED)  # the loader's cached copy too;
     db = datasets.load("schools")  # the summary still shows their row counts (read before)
     for t in db.schema.table_names:
         assert re.search(rf"\b{t}\s+{len(db[t]):,} → ", printed), (t, printed)

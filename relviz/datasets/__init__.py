@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from relviz.database import Database
 
-__all__ = ["load", "available", "describe", "DatasetInfo", "DEFAULT"]
+__all__ = ["load", "forget", "available", "describe", "DatasetInfo", "DEFAULT"]
 
 DEFAULT = "nycflights13"
 
@@ -116,6 +116,14 @@ def load(name: str = DEFAULT, **params) -> Database:
         KeyError: for an unknown name.
     """
     return _load_cached(name, params)[0]
+
+
+def forget(name: str) -> None:
+    """Drop this process's cached copies of a built-in database (every parameter set), so that
+    its memory can go once no one else holds it; a later :func:`load` builds it again. Used by
+    ``relviz synth --no-report``, which needs the real tables only until the fit ends."""
+    for key in [k for k in _LOADED if k[0] == name]:
+        del _LOADED[key]
 
 
 def describe(name: str = DEFAULT) -> DatasetInfo:
