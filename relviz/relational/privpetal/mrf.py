@@ -30,6 +30,8 @@ A bare ``docs §N`` below is docs/methods/privpetal.md §N.
 
 from __future__ import annotations
 
+import functools
+import string
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -197,6 +199,17 @@ class ArrayEngine:
         out = a / xp.where(s > 0, s, xp.ones_like(s))
         return xp.where(s > 0, out, xp.full_like(a, 1.0 / a.numel())) if uniform else out
 
+    def marginalize(self, a, axes: tuple):  # noqa: ANN001, ANN201
+        """``a`` summed over ``axes`` (the others kept, in order). numpy through ``einsum``: its
+        single-operand reduction is 1.5–4× faster than ``ndarray.sum`` over several strided axes
+        of the fits' many-axis cliques (a 45,056-cell clique of 7 axes summed to 3 of them:
+        374 → 142 µs, 92 → 23 µs, 14 → 9 µs on one core), and never measured slower."""
+        if not axes:
+            return a
+        if self.device is not None:
+            return a.sum(dim=axes)
+        return np.einsum(_reduction(a.ndim, axes), a)
+
     def safe_div(self, a, b) -> np.ndarray:  # noqa: ANN001
         """``a / b`` where ``b > 0``, else 0."""
         if self.device is None:
@@ -207,6 +220,13 @@ class ArrayEngine:
     def dot(self, a, b):  # noqa: ANN001, ANN201
         """``Σ a·b`` (a numpy float, or a 0-d tensor: no host synchronisation)."""
         return np.vdot(a, b) if self.device is None else (a * b).sum()
+
+
+@functools.lru_cache(maxsize=4096)
+def _reduction(ndim: int, axes: tuple) -> str:
+    """The ``einsum`` subscripts that sum ``axes`` out of an ``ndim``-axis array."""
+    letters = string.ascii_letters[:ndim]
+    return letters + "->" + "".join(c for i, c in enumerate(letters) if i not in axes)
 
 
 NUMPY = ArrayEngine()
@@ -290,7 +310,7 @@ class JTree:
             if p < 0:
                 continue
             sum_n, _, shape_p, _ = self._up[n]
-            msg = eng.normalize(acc[n].sum(axis=sum_n) if sum_n else acc[n])
+            msg = eng.normalize(eng.marginalize(acc[n], sum_n))
             up[n] = msg
             acc[p] *= msg.reshape(shape_p)
         belief: list[np.ndarray | None] = [None] * len(acc)
@@ -300,7 +320,7 @@ class JTree:
                 b = acc[n]
             else:
                 _, sum_p, _, shape_n = self._up[n]
-                down = belief[p].sum(axis=sum_p) if sum_p else belief[p]
+                down = eng.marginalize(belief[p], sum_p)
                 msg = up[n]
                 down = eng.safe_div(down.reshape(msg.shape), msg)
                 b = acc[n] * down.reshape(shape_n)
@@ -467,7 +487,7 @@ class Model:
             grad = [eng.zeros(s) for s in tree.shapes]
             loss = 0.0
             for m, y, w, (j, axes, shape) in zip(self.measurements, ys, ws, assign):
-                r = (mu[j].sum(axis=axes) if axes else mu[j]) - y
+                r = eng.marginalize(mu[j], axes) - y
                 g = r
                 if w is not None:
                     r = r * w
