@@ -1392,7 +1392,8 @@ def test_consistent_sizes_keep_both_totals_unbiased() -> None:
 
 def test_auto_lambda_interpolates_between_small_data_and_the_paper() -> None:
     """λ = None: 6·√(ñ/616,115) clipped to [1, 6] — the paper's 6 at its census size and above,
-    1 on a few thousand groups, monotone in between (docs/methods/privpetal.md §5.1)."""
+    1 on a few thousand groups, monotone in between (docs/methods/privpetal.md §5.1) — then
+    lowered by ``admitting_lambda`` where needed (next test)."""
     from relviz.relational.privpetal.algorithms import PAPER_GROUPS, auto_lambda
 
     assert auto_lambda(PAPER_GROUPS) == pytest.approx(6.0) and auto_lambda(10 * PAPER_GROUPS) == 6.0
@@ -1401,7 +1402,35 @@ def test_auto_lambda_interpolates_between_small_data_and_the_paper() -> None:
     assert all(1.0 <= a < b <= 6.0 for a, b in zip(xs, xs[1:]))
     run, _ = _run(lam=None)
     run.run()
-    assert run.lam == auto_lambda(float(run.n_noisy.sum())) == 1.0
+    n = float(run.n_noisy.sum())
+    assert run.lam == auto_lambda(n) == 1.0
+    assert run.lam_one <= run.lam  # one-attribute candidates: lowered where they would not pass
+
+
+def test_admitting_lambda_lowers_lambda_until_every_attribute_is_measurable() -> None:
+    """λ = None on small data: the λ of the one-attribute candidates is lowered (to no less than
+    0.15) just enough that every ``{size, A}`` of the PrivMRF-sub runs passes the usefulness
+    test, and left alone where they all pass already."""
+    from relviz.relational.privpetal.accounting import usefulness_limit
+    from relviz.relational.privpetal.algorithms import LAMBDA_MIN, admitting_lambda
+
+    needs = [(60.0, 44), (100.0, 110)]  # (σ, cells) per attribute
+    assert admitting_lambda(1.0, 1e7, needs) == 1.0  # plenty of groups: unchanged
+    lam = admitting_lambda(1.0, 5_000.0, needs)
+    assert LAMBDA_MIN < lam < 1.0
+    assert all(c < usefulness_limit(5_000.0, sigma, lam, 50_000) for sigma, c in needs)
+    assert admitting_lambda(1.0, 5_000.0 * 1.01, needs) > lam  # monotone in ñ
+    assert admitting_lambda(1.0, 10.0, needs) == LAMBDA_MIN  # the floor
+    assert admitting_lambda(1.0, 5_000.0, []) == 1.0
+    # on the tiny FK of these tests λ = 1 measures no one-attribute NPM of the individuals
+    # (Alg. 5 (2)); λ = None lowers their λ (the other candidates keep λ = 1) and measures them
+    picks = {}
+    for lam in (1.0, None):
+        run, a = _run(lam=lam)
+        run.run()
+        picks[lam] = [e.label for e in a.ledger if e.label.startswith("Alg. 5 (2)") and "CFS" in e.label]
+    assert not picks[1.0] and picks[None]
+    assert run.lam == 1.0 and LAMBDA_MIN <= run.lam_one < 1.0
 
 
 # -- per-slice weights of NPM measurements (relviz, docs §8 D25) -------------------------------------

@@ -41,7 +41,7 @@ from itertools import combinations, permutations
 import numpy as np
 
 from relviz.privacy.budget import Budget
-from relviz.relational.privpetal.accounting import FKPlan, SubPlan, schedule, usefulness_limit
+from relviz.relational.privpetal.accounting import MEAN_ABS, FKPlan, SubPlan, schedule, usefulness_limit
 from relviz.relational.privpetal.mrf import (
     TORCH_MIN_CELLS,
     JTree,
@@ -334,6 +334,7 @@ class _Run:
         # smallest candidate)}; reported by :meth:`run` (docs/methods/privpetal.md §7)
         self.starved: dict[str, tuple[float, int]] = {}
         self.lam = float(params.lam) if params.lam is not None else 6.0  # set from ñ in run()
+        self.lam_one = self.lam
         self.imodel: Model | None = None  # Alg. 5 (2)'s model of one individual (kept)
 
     # helpers ---------------------------------------------------------------------------------
@@ -427,6 +428,7 @@ class _Run:
         model.add(Measurement((SIZE,), self.n_noisy[lo:].copy()))
         n_all = float(self.n_noisy.sum())
         limit = usefulness_limit(n_all, sub.sigma_mar, self.lam, self.p.max_cells)
+        limit_one = usefulness_limit(n_all, sub.sigma_mar, self.lam_one, self.p.max_cells)
         cand: list[frozenset] = []
         seen = set()
         for c in cliques:
@@ -434,7 +436,7 @@ class _Run:
             for r in range(1, min(len(rest), self.p.k_max - 1) + 1):
                 for t in combinations(rest, r):
                     s = frozenset((SIZE,) + t)
-                    if s not in seen and self.cells_full(s) < limit:
+                    if s not in seen and self.cells_full(s) < (limit_one if r == 1 else limit):
                         seen.add(s)
                         cand.append(s)
         measured: list[frozenset] = []
@@ -679,6 +681,11 @@ class _Run:
                                         source=SOURCE + " Alg. 1 line 1")
         self.n_noisy = consistent_sizes(noisy, self.public_groups)
         self.lam = auto_lambda(float(self.n_noisy.sum())) if p.lam is None else float(p.lam)
+        self.lam_one = self.lam  # λ of the one-attribute candidates {size, A} of PrivMRF-sub
+        if p.lam is None:  # relviz's default: lowered where they would not all be measured
+            cells = [(plan.isub.sigma_mar, (N + 1) * d) for d in self.idom if plan.rho_isub > 0]
+            cells += [(plan.hsub.sigma_mar, (N + 1) * d) for d in self.hdom if plan.rho_hsub > 0]
+            self.lam_one = admitting_lambda(self.lam, float(self.n_noisy.sum()), cells)
         n_null = 0.0
         if plan.rho_null > 0:  # a nullable FK: relviz's addition (docs §5.4), not in [P]
             n_null = max(self.priv.release_null_count(
@@ -774,6 +781,24 @@ def auto_lambda(n_groups: float) -> float:
     stand-in (mean census query error at ε = 1.6: λ = 6 → 1.57, 2 → 0.71, 1 → 0.35; 2 seeds).
     """
     return float(min(6.0, max(1.0, 6.0 * math.sqrt(max(n_groups, 0.0) / PAPER_GROUPS))))
+
+
+LAMBDA_MIN = 0.15
+"""The lowest λ :func:`admitting_lambda` goes to: the authors' code's lowest per-dataset λ
+(docs §5.1)."""
+
+
+def admitting_lambda(lam: float, n_groups: float, needs: Sequence[tuple[float, int]]) -> float:
+    """The λ of the one-attribute candidates ``{size, A}`` of the two PrivMRF-sub runs (Alg. 5
+    (1) and (2)): ``lam``, lowered (not below :data:`LAMBDA_MIN`) until every one of them is
+    λ-useful; ``needs`` holds ``(σ of that run's NPM queries, cells of {size, A})`` per attribute.
+    Larger candidates keep ``lam``. Without it, on small data (a few thousand groups) or small ε
+    no candidate passes, nothing is measured and every child attribute comes out uniform. The
+    released total ñ and the planned σ decide, so this is post-processing. Lowering λ for every
+    candidate instead measured worse where λ = 1 already measured most of them (docs §6.1)."""
+    need = min((n_groups / (c * sigma * MEAN_ABS) for sigma, c in needs
+                if math.isfinite(sigma) and sigma > 0 and c > 0), default=math.inf)
+    return float(max(LAMBDA_MIN, min(lam, need * (1 - 1e-9))))
 
 
 def consistent_sizes(noisy: np.ndarray, groups: float | None = None) -> np.ndarray:

@@ -205,7 +205,9 @@ class PrivPetal(Params):
         order: ``o``, the most individuals in one NPM (1–3).
         member_cap: ``M``, members of a group used for statistics (None: ``min(N, 10)``).
         lam: λ of λ-usefulness; ``None`` (default): ``6·√(ñ/616,115)`` clipped to ``[1, 6]``
-            from the noisy number of groups ñ (``algorithms.auto_lambda``). max_cells: ``L_max``.
+            from the noisy number of groups ñ (``algorithms.auto_lambda``), lowered (not below
+            0.15) until every ``{size, A}`` of the PrivMRF-sub runs is λ-useful
+            (``algorithms.admitting_lambda``). max_cells: ``L_max``.
             k_max: most attributes (``size`` included)
             in a candidate NPM. n_mrf: context attributes per target model.
         t1_picks, t1_iters: Phase A picks and iterations. k: candidates h-scored per round.
