@@ -37,9 +37,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["ArrayEngine", "NUMPY", "TORCH_MIN_CELLS", "engine_for", "triangulate", "junction_tree", "greedy_graph", "perfect_elimination_order",
-           "measured_tree", "JTree", "Measurement", "Model", "rounded_draw", "draw_from_table",
-           "logits_to_probs", "cells"]
+__all__ = ["ArrayEngine", "NUMPY", "TORCH_MIN_CELLS", "engine_for", "triangulate", "junction_tree",
+           "greedy_graph", "perfect_elimination_order", "measured_tree", "JTree", "Measurement",
+           "Model", "rounded_draw", "draw_from_table", "logits_to_probs", "cells"]
 
 
 def cells(vars_: Sequence[Hashable], dom: Mapping[Hashable, int]) -> int:
@@ -151,9 +151,9 @@ def greedy_graph(nodes: Sequence[Hashable], dom: Mapping[Hashable, int],
 class ArrayEngine:
     """The array library of the estimator's inner loop (``Model.fit``, ``JTree.calibrate``):
     numpy (``device=None``), or torch in float64 on ``device`` (docs/methods/privpetal.md §5.6:
-    ``device="auto"`` puts the large fits on CUDA when present). Only the few operations whose numpy
-    and torch spellings differ go through it; the rest (``sum(axis=…)``, ``max()``,
-    ``reshape``, arithmetic) is written once for both.
+    ``device="auto"`` puts the large fits on CUDA when present). Only the operations whose numpy
+    and torch spellings or speeds differ go through it (sums over axes: :meth:`marginalize`); the
+    rest (``max()``, ``reshape``, arithmetic, ``xp.exp``) is written once for both.
 
     Args:
         device: None (numpy) or a ``torch.device``.
@@ -167,10 +167,6 @@ class ArrayEngine:
             import torch
 
             self.xp = torch
-
-    @property
-    def is_torch(self) -> bool:
-        return self.device is not None
 
     def array(self, a) -> np.ndarray:  # noqa: ANN001
         """``a`` as a float64 array of this engine."""
