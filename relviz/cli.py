@@ -47,8 +47,9 @@ Commands:
   recomputes. The file compares with the real data: curator view (not private).
 
 ``--data`` takes a folder of CSV or Parquet files (one per table; Parquet when the folder holds no
-CSV file), a SQLite file (``.sqlite``, ``.db``) or a DuckDB file (``.duckdb``). Exit status: 0 on success, 2 on invalid input (every problem listed),
-130 when interrupted (the ledger written so far is true).
+CSV file), a SQLite file (``.sqlite``, ``.db``) or a DuckDB file (``.duckdb``). Exit status: 0 on
+success, 2 on invalid input (every problem listed), 130 when interrupted (the ledger written so
+far is true).
 """
 
 from __future__ import annotations

@@ -683,8 +683,10 @@ class _Run:
         self.lam = auto_lambda(float(self.n_noisy.sum())) if p.lam is None else float(p.lam)
         self.lam_one = self.lam  # λ of the one-attribute candidates {size, A} of PrivMRF-sub
         if p.lam is None:  # relviz's default: lowered where they would not all be measured
-            cells = [(plan.isub.sigma_mar, (N + 1) * d) for d in self.idom if plan.rho_isub > 0]
-            cells += [(plan.hsub.sigma_mar, (N + 1) * d) for d in self.hdom if plan.rho_hsub > 0]
+            cells = [(plan.isub.sigma_mar, self.cells_full([("I", 1, k)]))
+                     for k in range(a) if plan.rho_isub > 0]
+            cells += [(plan.hsub.sigma_mar, self.cells_full([("H", j)]))
+                      for j in range(h1) if plan.rho_hsub > 0]
             self.lam_one = admitting_lambda(self.lam, float(self.n_noisy.sum()), cells)
         n_null = 0.0
         if plan.rho_null > 0:  # a nullable FK: relviz's addition (docs §5.4), not in [P]
