@@ -498,12 +498,15 @@ def _grid(args: argparse.Namespace) -> tuple[list[dict], dict]:
     eps = ([float(e) for e in args.eps.split(",")] if args.eps else
            [1.0] if args.quick else list(PAPER_EPS if args.paper else DEFAULT_EPS))
     seeds = args.seeds if args.seeds is not None else 1 if args.quick else 10 if args.paper else 3
+    if args.first_seed < 0:
+        raise SystemExit(f"--first-seed must be ≥ 0, got {args.first_seed}")
     opts = {"quick": args.quick, "delta": args.delta,
             "tpch_sf": args.tpch_sf or (0.01 if args.quick else 0.1),
             "households": args.households or (1000 if args.quick else 5000),
             "census_queries": args.census_queries or (10_000 if args.paper else 2_000)}
     specs = [{"dataset": d, "mechanism": m, "method": me, "epsilon": e, "seed": s}
-             for d in datasets for m in mechs for me in methods for e in eps for s in range(seeds)]
+             for d in datasets for m in mechs for me in methods for e in eps
+             for s in range(args.first_seed, args.first_seed + seeds)]
     return specs, opts
 
 
@@ -539,6 +542,9 @@ def main(argv: list[str] | None = None) -> None:
                     f"mechanisms (default {','.join(DEFAULT_MECHANISMS)})")
     ap.add_argument("--eps", help="comma list of ε (default 0.5,1,4; --paper 0.2,0.4,0.8,1.6,3.2)")
     ap.add_argument("--seeds", type=int, help="seeds 0..n-1 per cell (default 3; --paper 10)")
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="start the seeds here: k..k+n-1, to add seeds to a grid run before "
+                    "(default 0)")
     ap.add_argument("--delta", type=float, default=DELTA, help="δ of every run (default 1e-6)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke test: every dataset/mechanism/method, ε = 1, one seed, small sizes")
