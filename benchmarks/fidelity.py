@@ -541,10 +541,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--mechanisms", help="comma list or 'all' of the registered single-table "
                     f"mechanisms (default {','.join(DEFAULT_MECHANISMS)})")
     ap.add_argument("--eps", help="comma list of ε (default 0.5,1,4; --paper 0.2,0.4,0.8,1.6,3.2)")
-    ap.add_argument("--seeds", type=int, help="seeds 0..n-1 per cell (default 3; --paper 10)")
+    ap.add_argument("--seeds", type=int, help="seeds per cell: n seeds from --first-seed (default 3; "
+                    "--paper 10)")
     ap.add_argument("--first-seed", type=int, default=0,
-                    help="start the seeds here: k..k+n-1, to add seeds to a grid run before "
-                    "(default 0)")
+                    help="the first seed k: seeds k..k+n-1, to add seeds to a grid run before (default 0)")
     ap.add_argument("--delta", type=float, default=DELTA, help="δ of every run (default 1e-6)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke test: every dataset/mechanism/method, ε = 1, one seed, small sizes")
