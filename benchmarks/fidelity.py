@@ -179,6 +179,9 @@ PAPER_EPS = (0.2, 0.4, 0.8, 1.6, 3.2)
 DEFAULT_MECHANISMS = ("mst",)
 DEFAULT_METHODS = ("degree", "biadjacency")
 MN_SUFFIX = "-mn"
+KEYED_SUFFIX = "+keyed"
+"""``<method>+keyed``: the method's plan with fk-attribute on every linked FK to a public parent
+(``Plan.with_public_links``; docs/methods/keyed.md)."""
 
 QUICK_FLIGHTS = 20_000
 QUICK_BIADJACENCY = {"n_iters": 3, "slice_cells": 100_000}
@@ -264,6 +267,8 @@ def _plan(db, mechanism: str, method: str, epsilon: float, delta: float, quick: 
     from relviz.relational import available, is_database_method
 
     schema = db.schema
+    keyed = method.endswith(KEYED_SUFFIX)  # every linked FK to a public parent: fk-attribute
+    method = method[: -len(KEYED_SUFFIX)] if keyed else method
     relation = method[: -len(MN_SUFFIX)] if method.endswith(MN_SUFFIX) else None
     base = (relation if relation in available() else "degree") if relation else method
     try:
@@ -272,6 +277,8 @@ def _plan(db, mechanism: str, method: str, epsilon: float, delta: float, quick: 
             base = plan.database_method or "degree"
         else:
             plan = Plan.default(schema, epsilon, delta, mechanism=mechanism, method=base)
+        if keyed:
+            plan = plan.with_public_links(schema, "fk-attribute")
         if is_database_method(base):
             problems = plan.problems(schema)
             # its mixed mode's linked FKs (PrivLava, PrivPetal) are listed like fallbacks
@@ -319,6 +326,7 @@ def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
     from relviz.privacy.caps import with_dp_caps
     from relviz.relational import get_database
 
+    spec = {**spec, "method": spec["method"].removesuffix(KEYED_SUFFIX)}
     if spec["method"] not in ("privlava", "privpetal"):
         return db, ""
     unit = db.schema.privacy_unit
@@ -488,6 +496,7 @@ def _grid(args: argparse.Namespace) -> tuple[list[dict], dict]:
     from relviz.single import available as mechanisms
 
     methods_known = [*available(), *(m + MN_SUFFIX for m in available_relations()),
+                     *(m + KEYED_SUFFIX for m in available_databases()),
                      *available_databases(), *(p for p in PRESETS if p not in ("default", "denorm"))]
     datasets = _names(args.datasets, DATASETS if args.quick else PAPER_DATASETS if args.paper
                       else DEFAULT_DATASETS, DATASETS, "datasets")
@@ -537,7 +546,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--datasets", help=f"comma list or 'all' of {', '.join(DATASETS)} "
                     f"(default {','.join(DEFAULT_DATASETS)}; --paper: {','.join(PAPER_DATASETS)})")
     ap.add_argument("--methods", help="comma list or 'all' of the registered relational methods, "
-                    f"<relation method>{MN_SUFFIX} for M:N (default {','.join(DEFAULT_METHODS)})")
+                    f"<relation method>{MN_SUFFIX} for M:N, <database method>{KEYED_SUFFIX} for fk-attribute on "
+                    f"its linked FKs to public parents (default {','.join(DEFAULT_METHODS)})")
     ap.add_argument("--mechanisms", help="comma list or 'all' of the registered single-table "
                     f"mechanisms (default {','.join(DEFAULT_MECHANISMS)})")
     ap.add_argument("--eps", help="comma list of ε (default 0.5,1,4; --paper 0.2,0.4,0.8,1.6,3.2)")

@@ -237,6 +237,20 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     for table in args.relation or ():
         plan = plan.with_relation(db.schema, table, args.method if args.method != "degree"
                                   else "biadjacency")
+    if args.public_link:
+        plan = plan.with_public_links(db.schema, args.public_link)
+    for spec in args.link or ():  # one FK's linker (after the plan, before its problems)
+        fk, sep, method = spec.rpartition("=")
+        try:
+            if not sep or not fk or not method:
+                raise ValueError(f"--link wants FK=METHOD, got {spec!r}")
+            name = db.schema.foreign_key(fk).name
+            if not any(c.kind == "edge" and c.name == name for c in plan.components):
+                raise ValueError(f"{name} is not a linked FK of this plan (its own component)")
+            plan = plan.with_method(name, method)
+        except (RelvizError, KeyError, ValueError) as e:
+            print(f"relviz synth: --link {spec}: {e}", file=sys.stderr)
+            return 2
     if args.dp_caps is not None:
         db = _with_dp_caps(db, args)
         if db is None:
@@ -472,6 +486,15 @@ def _parser() -> argparse.ArgumentParser:
                         "(they model FKs with a cap τ, see --dp-caps; an FK to a public parent "
                         "without one, or with a PrivPetal cap above 64, is linked with degree and "
                         "listed)")
+    y.add_argument("--public-link", metavar="METHOD", default=None,
+                   help="the linker of every linked FK to a public parent, after --method/--preset/"
+                        "--plan: fk-attribute models which parent as an attribute of the child's "
+                        "mechanism (kept: child-parent correlations; docs/methods/keyed.md)")
+    y.add_argument("--link", action="append", metavar="FK=METHOD",
+                   help="the linker of one FK, after --method/--preset/--plan (repeatable), e.g. "
+                        "flights.dest->airports=fk-attribute: the FK to a public parent as an "
+                        "attribute of the child's mechanism (docs/methods/keyed.md); with a "
+                        "database method, only for a child it does not generate")
     y.add_argument("--dp-caps", type=float, default=None, metavar="RHO",
                    help="before the run, release a DP cap τ (0.99-quantile of the group sizes, "
                         "among 1…64) for every private FK without one, with ρ = RHO in all, "

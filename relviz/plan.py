@@ -491,6 +491,17 @@ class Plan:
         comps.append(Component(relation_name(table), "relation", method, share, params=params))
         return self._replace_components(comps)
 
+    def with_public_links(self, schema: Schema, method: str, **params: Any) -> Plan:
+        """Every linked FK to a public parent (an ``"edge"`` component of this plan whose parent
+        table is public) with the linker ``method``: e.g. ``"fk-attribute"``, the FK as an
+        attribute of the child's mechanism (docs/methods/keyed.md). Components a database
+        method models itself are left alone; ``problems`` says where ``method`` does not apply."""
+        public = {fk.name for fk in schema.foreign_keys if schema.table(fk.parent).public}
+        return self._replace_components([
+            replace(c, method=method, params=params)
+            if c.kind == "edge" and c.name in public and c.method != self.database_method else c
+            for c in self.components])
+
     def with_params(self, name: str, **params: Any) -> Plan:
         return self._replace_components([replace(c, params={**c.params, **params}) if c.name == name
                                          else c for c in self.components])

@@ -41,6 +41,7 @@ from relviz.privacy.sensitivity import multipliers, truncation_stable
 from relviz.progress import CancelToken, ProgressEvent, Reporter, silent
 from relviz.relational import get as get_linker
 from relviz.relational import get_database, get_relation
+from relviz.relational.keyed import with_key_attributes
 from relviz.single import get as get_mechanism
 
 __all__ = ["RelationalSynthesizer", "not_dp_note"]
@@ -99,6 +100,9 @@ class RelationalSynthesizer:
             unit): the reconciled sizes ``sample()`` draws (times ``scale``), see
             ``relviz.privacy.postprocessing.reconcile_sizes``; empty under row-level units.
         cap_report_: What the cap enforcement removed (curator view).
+        key_attributes_: ``{fk name: attribute}``: the FKs to public parents whose child
+            mechanism models the parent row as an attribute (fk-attribute,
+            ``relviz.relational.keyed``); ``model_schema_`` is the schema with those attributes.
         fit_seconds_: ``{component: seconds}``.
     """
 
@@ -164,6 +168,9 @@ class RelationalSynthesizer:
         rep(0.0, "enforcing degree caps")
         truncated, caps = enforce_caps(db)
         self.cap_report_: CapReport = caps
+        # FKs to public parents that the child's mechanism models as an attribute (fk-attribute)
+        truncated, self.key_attributes_ = self._with_key_attributes(truncated, plan)
+        self.model_schema_ = truncated.schema
         mult = multipliers(schema)
         self.multipliers_ = mult
         # caps released by a DP quantile before the run are charged first (relviz.privacy.caps)
@@ -252,6 +259,33 @@ class RelationalSynthesizer:
         self._reporter("fit", "", start)(1.0, "fitted")
         return self
 
+    @staticmethod
+    def _with_key_attributes(db: Database, plan: Plan) -> tuple[Database, dict[str, str]]:
+        """``db`` with the parent-row attribute of every FK whose linker models it in the child
+        (``models_key_attribute``: fk-attribute, ``relviz.relational.keyed``), and
+        ``{fk name: attribute name}``. Raises ``PlanError`` (nothing read) for a parent above the
+        linker's ``max_parents``."""
+        fks, most = [], {}  # (database methods: only for their stand-alone tables, Plan.problems)
+        for comp in plan.edges:
+            if comp.method == plan.database_method:  # the database method's own FKs
+                continue
+            linker = get_linker(comp.method, **comp.params)
+            if getattr(linker, "models_key_attribute", False):
+                fks.append(db.schema.foreign_key(comp.name))
+                most[comp.name] = int(linker.max_parents)
+        if not fks:
+            return db, {}
+        return with_key_attributes(db, fks, max_parents=most)
+
+    def _strip(self, name: str, enc: EncodedTable) -> EncodedTable:
+        """``enc`` without the parent-row attributes of :meth:`_with_key_attributes` (appended
+        last), i.e. the codes of the schema's own attributes of table ``name``."""
+        table = self.schema_.table(name)
+        k = len(table.attributes)
+        if len(enc.attributes) == k:
+            return enc
+        return EncodedTable(name, table.attribute_names, enc.sizes[:k], enc.codes[:, :k])
+
     def _fit_edge(self, comp, linker, curator: Curator, budget, mult, start: float) -> None:  # noqa: ANN001
         """Fit one FK's linker (its budget, progress and fit time recorded under the FK)."""
         fk = self.schema_.foreign_key(comp.name)
@@ -306,7 +340,7 @@ class RelationalSynthesizer:
         method = get_database(name, **plan.component_of_method(name).params)
         t0 = time.perf_counter()
         self.database_ = method.fit(
-            curator, {c.name: budget(c.name) for c in plan.components}, schema=self.schema_,
+            curator, {c.name: budget(c.name) for c in plan.components}, schema=self.model_schema_,
             components=plan.components, multipliers=mult,
             progress=lambda comp: self._reporter("fit", comp, start), seed=int(self.seed_))
         self.fit_seconds_[name] = time.perf_counter() - t0
@@ -344,7 +378,7 @@ class RelationalSynthesizer:
     def _draw(self, name: str, n: int, seed: int) -> tuple[EncodedTable, np.random.Generator]:
         """Codes of ``n`` synthetic rows of private table ``name`` (and the generator, which goes
         on to decode them); the same seed gives the same codes."""
-        table = self.schema_.table(name)
+        table = getattr(self, "model_schema_", self.schema_).table(name)  # with key attributes
         rng = _component_rng(seed, "sample", name)
         sizes = tuple(a.size for a in table.attributes)
         codes = np.asarray(self.models_[name].sample(n, rng)).astype(code_dtype(sizes), copy=False)
@@ -365,7 +399,7 @@ class RelationalSynthesizer:
                 n = len(self._relation_pairs(name, self._fit_synthetic, silent())[0])
             else:
                 n = self._rows(name, 1.0)
-            self._fit_codes[name] = self._draw(name, n, self.seed_)[0]
+            self._fit_codes[name] = self._strip(name, self._draw(name, n, self.seed_)[0])
         return self._fit_codes[name]
 
     def _relation_pairs(self, table: str, codes, progress: Reporter):  # noqa: ANN001, ANN202
@@ -405,6 +439,7 @@ class RelationalSynthesizer:
         rngs: dict[str, np.random.Generator] = {}
         self.sample_report_: list[str] = []
         relation_tables = self._relation_tables()
+        full: dict[str, EncodedTable] = {}  # drawn codes with the parent-row attributes
         database = getattr(self, "database_", None) if self.plan_.database_method else None
         db_links: dict[str, np.ndarray] = {}
         if database is not None:
@@ -412,14 +447,15 @@ class RelationalSynthesizer:
                 self.public_codes_, scale=scale, seed=int(seed),
                 progress=lambda comp: self._reporter("sample", comp, start))
             for name, enc in generated.items():
-                codes[name] = enc
+                codes[name] = self._strip(name, enc)  # its linkers have used the key attributes
                 rngs[name] = _component_rng(seed, "sample", name)
         for name in schema.topological_order():
             if schema.table(name).public or name in relation_tables or name in codes:
                 continue
             rep = self._reporter("sample", name, start)
             rep(0.0, f"sampling {name}")
-            codes[name], rngs[name] = self._draw(name, self._rows(name, scale), seed)
+            full[name], rngs[name] = self._draw(name, self._rows(name, scale), seed)
+            codes[name] = self._strip(name, full[name])
             rep(1.0, f"{codes[name].n_rows:,} rows")
         pairs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for comp in self.plan_.relations:
@@ -439,9 +475,11 @@ class RelationalSynthesizer:
             fk = schema.foreign_key(comp.name)
             rep = self._reporter("sample", fk.name, start)
             rep(0.0, f"linking {fk.label()}")
-            links[fk.name] = self.links_[fk.name].link(codes[fk.child], codes[fk.parent],
+            child = full[fk.child] if fk.name in getattr(self, "key_attributes_", {}) else codes[fk.child]
+            links[fk.name] = self.links_[fk.name].link(child, codes[fk.parent],
                                                        _component_rng(seed, "link", fk.name), rep)
             rep(1.0, "linked")
+        full.clear()
         for name in [n for n in codes if n not in self.public_]:
             enc = codes.pop(name)  # decoded: the codes are not needed any more (memory at scale)
             frames[name] = _with_keys(schema, name, decode_table(schema.table(name), enc, rngs[name]),

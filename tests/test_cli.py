@@ -135,6 +135,25 @@ def test_synth_preset_baseline_80_20(tmp_path, capsys: pytest.CaptureFixture[str
     assert "not both" in capsys.readouterr().err
 
 
+def test_synth_public_link_and_link_choose_fk_attribute(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--public-link sets the linker of every FK to a public parent; --link one FK's; a bad
+    --link is refused in words with exit status 2."""
+    out = tmp_path / "out"
+    assert main(["synth", "--dataset", "schools", "--public-link", "fk-attribute", "--epsilon", "2",
+                 "--seed", "0", "--out", str(out), "--quiet", "--no-report"]) == 0
+    plan = json.loads((out / "release" / "plan.json").read_text())
+    assert {c["method"] for c in plan["components"] if c["kind"] == "edge"} == {"fk-attribute"}
+    syn = pd.read_parquet(out / "release" / "tables" / "students.parquet")
+    assert "school→schools" not in syn.columns and syn["school"].notna().all()
+    assert main(["synth", "--dataset", "schools", "--link", "students.school->schools=fk-attribute",
+                 "--epsilon", "2", "--seed", "0", "--out", str(tmp_path / "o2"), "--quiet",
+                 "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["synth", "--dataset", "schools", "--link", "students.school->nowhere=degree",
+                 "--out", str(tmp_path / "o3"), "--quiet"]) == 2
+    assert "--link students.school->nowhere=degree" in capsys.readouterr().err
+
+
 # -- database methods (PrivLava, Denorm) on a small census stand-in -------------------------------
 
 CENSUS_FK = "persons.household_id->households"

@@ -125,6 +125,19 @@ def dp_degree_cap(db: Database, fk: str, *, quantile: float = 0.95, rho: Fractio
                 "close to random, and the truncation it implies may drop most of the child rows. "
                 "Declare a public cap, or link FKs to public parents with a linker (PrivLava's "
                 "mixed mode, preset 'privlava-degree')", UserWarning, stacklevel=2)
+        # every candidate at or above the largest degree scores −(1−q)·n, as does the quantile's
+        # neighbourhood: the utility cannot prefer the smallest of them, and at a small ρ the
+        # plateau's many candidates outweigh the quantile (TPC-H lineitem → partsupp at ε 0.4,
+        # real 0.99-quantile 7: τ = 17, 24, 23 drawn)
+        elif (plateau := em_epsilon(rho) * (1 - quantile) * n_par / (2 * sens)) < math.log(hi - lo + 1):
+            warnings.warn(
+                f"DP cap of {fk}: likely above the {quantile:g}-quantile — every candidate above "
+                f"the largest degree scores −(1−q)·n = −{(1 - quantile) * n_par:,.0f} (public "
+                f"parent {parent.name!r}, {n_par:,} rows), at most e^{plateau:.2f} times less likely "
+                f"than the quantile at ρ = {float(rho):.3g}, and there are up to {hi - lo + 1} of "
+                f"them, so τ often lands anywhere up to {hi}. Narrow the candidates (a smaller "
+                "upper end), spend more ρ on the cap, or declare a public cap",
+                UserWarning, stacklevel=2)
     deg = np.minimum(Curator(db).foreign_key(fk).degrees(), hi)
     taus = np.arange(lo, hi + 1)
     below = np.searchsorted(np.sort(deg), taus, side="right")  # #{degree ≤ τ}

@@ -185,6 +185,7 @@ def _load() -> None:
     from relviz.relational import (  # noqa: F401
         degree,  # noqa: F401  (registration side effect)
         denorm,
+        keyed,
         privlava,
         privpetal,
     )

@@ -65,7 +65,8 @@ relation with the degree structure kept; docs/methods/degree.md). Per foreign ke
   randomised rounding (exact total) and assigns children at random.
 
 Relationships to attributes are not modelled: a child's parent is independent of the child's
-and the parent's attributes. That is what bi-adjacency (issue 5) improves on.
+and the parent's attributes. That is what bi-adjacency (issue 5) improves on, and, for a public
+parent, fk-attribute (``relviz.relational.keyed``, docs/methods/keyed.md).
 """
 
 from __future__ import annotations
@@ -533,6 +534,19 @@ class DegreeLink:
         deg[order] = values
         return deg
 
+    def parent_degrees(self, n_p: int, target: int, rng: np.random.Generator) -> np.ndarray:
+        """Children per synthetic parent row, ``(n_p,)`` int64 summing to ``target``: the count
+        model's or deconvolution's degrees ranked by noisy count (public parent), the kept noisy
+        proportions rounded (public parent, zero rule), or degrees drawn from the fitted
+        distribution (private parent); never above τ unless ``target > τ·n_p``."""
+        ranked = self.model is not None or self.deconvolution is not None
+        if self.public_parent and ranked and len(self.weights) == n_p:
+            return match_total(self.model_degrees(target, rng), target, rng, cap=self.cap)
+        if self.public_parent:
+            w = self.weights if len(self.weights) == n_p else np.ones(n_p)
+            return round_counts(w, target, rng)
+        return match_total(self.draw_degrees(n_p, rng), target, rng, cap=self.cap)
+
     def link(self, child: EncodedTable, parent: EncodedTable, rng: np.random.Generator,
              progress: Reporter) -> np.ndarray:
         n_c, n_p = child.n_rows, parent.n_rows
@@ -544,14 +558,7 @@ class DegreeLink:
             return out
         if n_p == 0:
             raise ValueError("cannot link children to an empty parent table")
-        ranked = self.model is not None or self.deconvolution is not None
-        if self.public_parent and ranked and len(self.weights) == n_p:
-            counts = match_total(self.model_degrees(target, rng), target, rng, cap=self.cap)
-        elif self.public_parent:
-            w = self.weights if len(self.weights) == n_p else np.ones(n_p)
-            counts = round_counts(w, target, rng)
-        else:
-            counts = match_total(self.draw_degrees(n_p, rng), target, rng, cap=self.cap)
+        counts = self.parent_degrees(n_p, target, rng)
         progress(0.5, "assigning children")
         slots = np.repeat(np.arange(n_p, dtype=np.int64), counts)
         out[rows] = slots[rng.permutation(target)]

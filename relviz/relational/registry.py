@@ -31,19 +31,34 @@ register_relation: Callable[[type], type] = RELATIONS.register
 register_database: Callable[[type], type] = DATABASE_METHODS.register
 
 
-def mixed_mode_linker_problems(method: str, components: Iterable[Any], linked: set[str]) -> list:
+def mixed_mode_linker_problems(method: str, components: Iterable[Any], linked: set[str],
+                               schema: Any = None, *, generated_key_attributes: bool = False) -> list:
     """Plan problems of the linkers a database method's mixed mode gives its ``linked`` FKs: a
     linker that learns on the synthetic tables while fitting (bi-adjacency) cannot be used,
-    since the database method's generated tables do not exist yet then. ``method`` names the
-    database method in the message (``"PrivLava"``, ``"PrivPetal"``)."""
+    since the database method's generated tables do not exist yet then; a linker that models the
+    FK as a child attribute (fk-attribute) only where the child is one of the plan's stand-alone
+    tables (a ``"table"`` component, fitted by a single-table mechanism on the child's rows with
+    that attribute; ``schema`` names the FK's child), or anywhere when the method models every
+    attribute of the children it generates (``generated_key_attributes``: PrivLava's child model
+    takes the child's rows with the attribute, Cai, Xiao & Cormode, SIGMOD 2023, §3). ``method``
+    names the database method in the message (``"PrivLava"``, ``"PrivPetal"``)."""
     from relviz.errors import Problem
 
+    components = list(components)
+    tables = {c.name for c in components if c.kind == "table"}
     out = []
     for c in components:
         if c.name not in linked:
             continue
         try:
-            if LINKERS.get_class(c.method).needs_synthetic_tables:
+            keyed = getattr(LINKERS.get_class(c.method), "models_key_attribute", False)
+            if keyed and not generated_key_attributes and (
+                    schema is None or schema.foreign_key(c.name).child not in tables):
+                out.append(Problem("unsupported_linker", f"{c.method} models the FK as an "
+                                   f"attribute of the child's single-table model, which {method}'s "
+                                   "mixed mode does not build for a child it generates; use "
+                                   "degree", column=c.name))
+            elif not keyed and LINKERS.get_class(c.method).needs_synthetic_tables:
                 out.append(Problem("unsupported_linker", f"{c.method} learns on the synthetic "
                                    f"tables while fitting, which {method}'s generated tables do "
                                    "not provide; use degree", column=c.name))

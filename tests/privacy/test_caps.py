@@ -86,7 +86,8 @@ def test_noise_dominated_cap_of_a_small_public_parent_warns() -> None:
     """Public facts only: with n public parents the quantile utility spans at most q·n, so any
     candidate is at most e^{ε_EM·q·n/(2Δ)} times as likely as another. 16 parents, Δ = 2·32 + 1
     (row unit), ρ = 10⁻³ (ε_EM ≈ 0.089): e^{0.011} ≪ 32 candidates → a warning naming the fix;
-    5,000 parents at ρ = 1 (ε_EM ≈ 2.8): e^{108} → none."""
+    50,000 parents at ρ = 1 (ε_EM ≈ 2.8): e^{1083} → none, and the plateau above the largest
+    degree (below) is e^{10.9} ≫ 32 below the quantile → none either."""
     import warnings
 
     with pytest.warns(UserWarning, match=r"DP cap of trips.cid->carriers: mostly noise .*privlava-degree"):
@@ -94,5 +95,22 @@ def test_noise_dominated_cap_of_a_small_public_parent_warns() -> None:
                       candidates=(1, 32), rng=np.random.default_rng(0))
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        dp_degree_cap(_public_parent_db(5000, 2), "trips.cid->carriers", quantile=0.99, rho=1.0,
+        dp_degree_cap(_public_parent_db(50_000, 2), "trips.cid->carriers", quantile=0.99, rho=1.0,
                       candidates=(1, 32), rng=np.random.default_rng(0))
+
+
+def test_cap_on_the_plateau_above_the_largest_degree_warns_and_overshoots() -> None:
+    """Every parent has 2 children, so every τ ≥ 2 scores −(1−q)·n = −50 with 5,000 parents: the
+    utility cannot prefer τ = 2, and at ρ = 1 (ε_EM ≈ 2.83, Δ = 65 under the row unit) τ = 1
+    is e^{2.83·4,900/130} ≈ e^{107} less likely, so τ is uniform on 2…32 (mean 17, SD 9). The
+    warning says so (plateau log-odds 2.83·50/130 ≈ 1.09 < ln 32), and 20 draws average
+    17 ± 2·9/√20 (≈ 4)."""
+    db = _public_parent_db(5000, 2)
+    taus = []
+    for seed in range(20):
+        with pytest.warns(UserWarning, match=r"likely above the 0.99-quantile .*up to 32"):
+            r = dp_degree_cap(db, "trips.cid->carriers", quantile=0.99, rho=1.0,
+                              candidates=(1, 32), rng=np.random.default_rng(seed))
+        taus.append(r.tau)
+    assert min(taus) >= 2
+    assert abs(np.mean(taus) - 17) < 4.5

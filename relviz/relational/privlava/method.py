@@ -249,7 +249,8 @@ class PrivLava:
         names = {(c.name, c.kind) for c in components}
         unit = schema.privacy_unit
         linked = self._linked(components)
-        out += mixed_mode_linker_problems("PrivLava", components, linked)
+        out += mixed_mode_linker_problems("PrivLava", components, linked, schema,
+                                          generated_key_attributes=True)
         for fk in schema.private_foreign_keys:
             if fk.name in linked:
                 continue

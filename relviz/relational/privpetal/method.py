@@ -353,7 +353,7 @@ class PrivPetal(Params):
                     self.for_component(c)
                 except (TypeError, ValueError) as e:
                     out.append(Problem("bad_parameter", f"privpetal: {e}", column=c.name))
-        out += mixed_mode_linker_problems("PrivPetal", components, linked)
+        out += mixed_mode_linker_problems("PrivPetal", components, linked, schema)
         names = {(c.name, c.kind) for c in components}
         unit = schema.privacy_unit
         for fk in schema.private_foreign_keys:
