@@ -242,17 +242,24 @@ class BudgetDraft(EditHistory):
                           f"shares reset{note}", plan)
 
     def method_choices(self, name: str) -> dict[str, str]:
-        """``{method: label}`` a component's drop-down may offer: the mechanisms or linkers of the
-        registries; under a database method, only the method itself on an FK and only the
-        mechanisms the method accepts on a table (PrivLava: MST)."""
+        """``{method: label}`` a component's drop-down may offer: the mechanisms of the registry;
+        on an FK the linkers that can link it (fk-attribute only to a public parent, every linker
+        that needs a cap only where there is one); under a database method, only the method
+        itself on an FK and only the mechanisms the method accepts on a table (PrivLava: MST)."""
         from relviz.relational import available as edge_methods
         from relviz.single import available as table_methods
 
         comp = self._plan.component(name)
         owner = self._plan.database_method
         registry = table_methods() if comp.kind == "table" else edge_methods()
-        if owner is None:
+        if owner is None and comp.kind != "edge":
             return dict(registry)
+        if owner is None:  # a per-FK linker: those that can link this FK (their own problems)
+            from relviz.relational import get_class as edge_class
+
+            fk = self.schema.foreign_key(name)
+            return {m: label for m, label in registry.items()
+                    if m == comp.method or not edge_class(m)().problems(self.schema, fk)}
         if comp.method == owner:
             return {owner: approaches().get(owner, owner)}
         base = {str(p) for p in self._plan.problems(self.schema) if _about(p, name)}

@@ -150,3 +150,18 @@ def test_set_approach_lists_the_fks_a_database_method_links() -> None:
     r = big.set_approach("privpetal")
     assert r.ok and "models no FK" in r.message and "above 64" in r.message
     assert {c.method for c in big.plan.edges} == {"degree"}
+
+
+def test_fk_menus_offer_only_linkers_that_can_link_the_fk() -> None:
+    """fk-attribute needs a public parent: offered on households → regions (public parent), not
+    on persons → households (private); the σ row of a chosen fk-attribute is the degree
+    baseline's public-parent release (docs/methods/keyed.md §2)."""
+    from tests.conftest import tiny_frames, tiny_schema
+
+    d = BudgetDraft(Database(tiny_schema(), tiny_frames()), epsilon=2.0, delta=1e-6)
+    public_fk, private_fk = "households.region->regions", "persons.hid->households"
+    assert "fk-attribute" in d.method_choices(public_fk)
+    assert "fk-attribute" not in d.method_choices(private_fk) and "degree" in d.method_choices(private_fk)
+    before = {v.name: v for v in d.rows()}[public_fk].sigmas
+    assert d.set_method(public_fk, "fk-attribute").ok
+    assert {v.name: v for v in d.rows()}[public_fk].sigmas == before
