@@ -17,7 +17,8 @@ release as the degree baseline's public-parent path, the noisy children per pare
 
 Linking (post-processing, reads no private data): each parent gets the degree baseline's number
 of children; a child keeps its modelled parent while that parent has room (children in random
-order within a parent), and the children left over fill the remaining slots at random. So the
+order within a parent), a child left over takes a free slot of a parent with the same public
+attributes as its modelled one, and the rest fill the remaining slots at random. So the
 degree distribution is the degree baseline's, and the share of children that keep their modelled
 parent is reported (``KeyAttributeLink.kept_share``). A child whose modelled parent is null is
 the first to be given a null FK.
@@ -125,17 +126,40 @@ def _replace_attributes(table, attributes):  # noqa: ANN001, ANN202
     return replace(table, attributes=tuple(attributes))
 
 
-def match_to_modelled_parents(modelled: np.ndarray, counts: np.ndarray,
-                              rng: np.random.Generator) -> tuple[np.ndarray, int]:
+def _keep_by_group(group: np.ndarray, room: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Which of the items (``group``: ``(m,)`` int, ``< 0`` for none) get one of their group's
+    ``room[g]`` places: a random subset of each group's items, as many as it has places."""
+    m, g = len(group), len(room)
+    gg = np.where((group >= 0) & (group < g), group, g)  # no group: sorts last, never kept
+    order = np.lexsort((rng.random(m), gg))
+    gs = gg[order]
+    rank = np.arange(m) - np.searchsorted(gs, gs, side="left")  # position within the group
+    keep = np.empty(m, dtype=bool)
+    keep[order] = rank < np.append(room, 0)[gs]
+    return keep
+
+
+def match_to_modelled_parents(modelled: np.ndarray, counts: np.ndarray, rng: np.random.Generator,
+                              groups: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Assign children to parent slots, keeping each child's modelled parent while it has room.
+
+    Three rounds: (1) a child keeps its modelled parent while that parent has room (a random
+    subset of its children when it has fewer slots); (2) with ``groups``, a child left over takes
+    a free slot of a parent in its modelled parent's group (parents with the same public
+    attributes: another A320 for a flight whose modelled plane is full), at random within the
+    group; (3) the rest fill the remaining slots at random.
 
     Args:
         modelled: ``(m,)`` int, each child's modelled parent row (``< 0`` or ``≥ n_p``: none).
         counts: ``(n_p,)`` int ≥ 0, slots per parent, summing to ``m``.
-        rng: Random order within a parent, and of the leftover slots.
+        rng: Random order within a parent or group, and of the last round.
+        groups: ``(n_p,)`` int ≥ 0, a public group id per parent row, or ``None``.
 
     Returns:
         ``(parent row per child (m,) int64, number of children that kept their modelled parent)``.
+
+    Raises:
+        ValueError: the slots do not add up to the children.
     """
     m, n_p = len(modelled), len(counts)
     counts = np.asarray(counts, dtype=np.int64)
@@ -143,20 +167,33 @@ def match_to_modelled_parents(modelled: np.ndarray, counts: np.ndarray,
         raise ValueError(f"{int(counts.sum())} slots for {m} children")
     k = np.asarray(modelled, dtype=np.int64)
     valid = (k >= 0) & (k < n_p)
-    kk = np.where(valid, k, n_p)  # children without a modelled parent sort last, never kept
-    order = np.lexsort((rng.random(m), kk))
-    ks = kk[order]
-    rank = np.arange(m) - np.searchsorted(ks, ks, side="left")  # position within the parent
-    cap = np.append(counts, 0)
-    keep_sorted = rank < cap[ks]
-    keep = np.empty(m, dtype=bool)
-    keep[order] = keep_sorted
-    out = np.empty(m, dtype=np.int64)
+    out = np.full(m, -1, dtype=np.int64)
+    keep = _keep_by_group(np.where(valid, k, -1), counts, rng)
     out[keep] = k[keep]
+    kept = int(keep.sum())
     room = counts - np.bincount(k[keep], minlength=n_p)
     rest = np.flatnonzero(~keep)
+    if groups is not None and len(rest):
+        groups = np.asarray(groups, dtype=np.int64)
+        n_g = int(groups.max()) + 1 if n_p else 0
+        g_room = np.bincount(groups, weights=room, minlength=n_g).astype(np.int64)
+        g_child = np.where(valid[rest], groups[np.where(valid[rest], k[rest], 0)], -1)
+        take = _keep_by_group(g_child, g_room, rng)
+        if take.any():  # the free slots of each group, in random order, to its taken children
+            slots = np.repeat(np.arange(n_p, dtype=np.int64), room)
+            slots = slots[rng.permutation(len(slots))]
+            slots = slots[np.argsort(groups[slots], kind="stable")]
+            first = np.searchsorted(groups[slots], np.arange(n_g), side="left")
+            tg = g_child[take]
+            order = np.argsort(tg, kind="stable")
+            rank = np.arange(len(tg)) - np.searchsorted(tg[order], tg[order], side="left")
+            chosen = np.empty(len(tg), dtype=np.int64)
+            chosen[order] = slots[first[tg[order]] + rank]
+            out[rest[take]] = chosen
+            room -= np.bincount(chosen, minlength=n_p)
+            rest = rest[~take]
     out[rest] = np.repeat(np.arange(n_p, dtype=np.int64), room)[rng.permutation(len(rest))]
-    return out, int(keep.sum())
+    return out, kept
 
 
 @dataclass
@@ -203,7 +240,9 @@ class KeyAttributeLink:
             raise ValueError("cannot link children to an empty parent table")
         counts = self.degree.parent_degrees(n_p, target, rng)
         progress(0.5, "matching children to their modelled parents")
-        out[rows], kept = match_to_modelled_parents(modelled[rows], counts, rng)
+        groups = (np.unique(parent.codes, axis=0, return_inverse=True)[1].reshape(-1)
+                  if parent.codes.shape[1] else None)  # parents alike in every public attribute
+        out[rows], kept = match_to_modelled_parents(modelled[rows], counts, rng, groups)
         self.kept_share = kept / target
         progress(1.0, f"{self.kept_share:.0%} of the children kept their modelled parent")
         return out
