@@ -16,6 +16,11 @@ to the current synthetic relation) set ``needs_synthetic_tables = True``; the sy
 passes ``synthetic(table) -> EncodedTable``, the codes of the synthetic table that ``sample()``
 will return.
 
+A linker with ``models_key_attribute = True`` (fk-attribute, :mod:`relviz.relational.keyed`) has
+the synthesizer append the FK's parent row, as a categorical attribute over the public parent's
+rows, to the child table its mechanism fits; its ``link`` reads that attribute from the child's
+codes (docs/methods/keyed.md).
+
 Every method's ``noise_scales`` says, before any data are read, the σ of the Gaussian releases a
 fit would make (the budget panel's preview, ``Plan.noise_preview``); it is empty when no σ is
 known before the run.
