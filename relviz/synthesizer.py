@@ -141,8 +141,9 @@ class RelationalSynthesizer:
                 problems, if any, are listed after them, so everything is fixed in one pass.
                 Nothing is read.
             PlanError: the schema and the data are fine but the plan is not (``Plan.problems``:
-                shares, unknown methods, bad parameters, what a method cannot model). Nothing is
-                read.
+                shares, unknown methods, bad parameters, what a method cannot model), or an
+                fk-attribute FK's public parent has more rows than its ``max_parents``. Nothing is
+                released.
             BudgetError: never in a valid plan (a bug guard: nothing is released beyond it).
             CancelledError: if :meth:`cancel` was called; the ledger records what was spent.
         """
