@@ -86,8 +86,8 @@ class Params:
     model_cells: int = 500_000
     sub_clique_cells: int = 200_000
     sub_model_cells: int = 1_000_000
-    fit_iters: int = 300
-    refit_iters: int = 100
+    fit_iters: int = 1000
+    refit_iters: int = 300
     merge_from: int | None = None
     rscore_mode: str = "per_size"
     sampling: str = "rounded"
