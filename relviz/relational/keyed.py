@@ -29,7 +29,7 @@ matching is a vectorised group rank (numpy), no library does it with these const
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -106,7 +106,7 @@ def with_key_attributes(db, fks: list[ForeignKey], *, max_parents: dict[str, int
     names: dict[str, str] = {}
     for fk in fks:
         idx = db.parent_index(fk)
-        n_p = len(db[fk.parent])
+        n_p = len(db[fk.parent])  # the public parent's rows: the attribute's domain
         child = schema.table(fk.child)
         name = key_attribute_name(db.schema, fk)  # as the fitted linker names it
         values = pd.Series(pd.array(np.where(idx >= 0, idx, 0), dtype="Int64"),
@@ -115,15 +115,9 @@ def with_key_attributes(db, fks: list[ForeignKey], *, max_parents: dict[str, int
         frame[name] = values
         frames[fk.child] = frame
         attr = Attribute.categorical(name, range(n_p), nullable=fk.nullable, description=_description(fk))
-        schema = schema.with_table(_replace_attributes(child, (*child.attributes, attr)))
+        schema = schema.with_table(replace(child, attributes=(*child.attributes, attr)))
         names[fk.name] = name
     return Database._adopt(schema, frames), names  # frames: db's, shallow-copied (copy-on-write)
-
-
-def _replace_attributes(table, attributes):  # noqa: ANN001, ANN202
-    from dataclasses import replace
-
-    return replace(table, attributes=tuple(attributes))
 
 
 def _keep_by_group(group: np.ndarray, room: np.ndarray, rng: np.random.Generator) -> np.ndarray:
