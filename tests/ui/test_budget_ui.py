@@ -185,3 +185,47 @@ def test_approach_menu_lists_what_privpetal_links(page: Any, lab: dict[str, Any]
     p.locator(f"{PANEL} .relviz-bp-undo").click()
     _wait_message(page, "undone: approach")
     assert _plan(page)["methods"] == start
+
+
+KEYED_NB = "budget_panel_fk_attribute.ipynb"
+
+
+def test_fk_menu_offers_fk_attribute_only_on_an_fk_to_a_public_parent(page: Any, lab: dict[str, Any]
+                                                                     ) -> None:
+    """miniflights with planes private: the method menu of ``flights.carrier → airlines`` (a
+    public parent of 4 rows) lists fk-attribute; that of ``flights.tailnum → planes`` (a private
+    parent) does not (docs/methods/keyed.md). Choosing it from the menu changes the plan."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "from miniflights import miniflights_db\nfrom relviz import Database, PrivacyUnit\n"
+        "from relviz.ui import BudgetPanel\n"
+        "db0 = miniflights_db()\n"
+        "s = db0.schema.with_public('planes', False).with_privacy_unit(\n"
+        "    PrivacyUnit(None, {'flights.tailnum->planes': 60}, neighbour='tuple'))\n"
+        "db = Database(s, {t: db0[t] for t in s.table_names})\n"
+        "panel = BudgetPanel(db, epsilon=1.0, delta=1e-6)\npanel")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(lab["root"] / KEYED_NB))
+    page.open(KEYED_NB)
+    page.run_all(wait_for=f"{PANEL} .relviz-bp-grid")
+    p = page.page
+    names = list(_plan(page)["methods"])
+    carrier, tailnum = (names.index(n) for n in ("flights.carrier->airlines",
+                                                 "flights.tailnum->planes"))
+
+    def labels(i: int) -> list[str]:
+        return [o.replace("\xa0", " ").strip() for o in
+                p.locator(f"{PANEL} .relviz-bp-method-{i} select option").all_inner_texts()]
+
+    assert "FK as a child attribute" in labels(carrier), labels(carrier)
+    assert "Degree baseline" in labels(carrier)
+    assert "FK as a child attribute" not in labels(tailnum), labels(tailnum)
+    assert "Degree baseline" in labels(tailnum)
+    p.locator(f"{PANEL} .relviz-bp-method-{carrier} select").select_option(
+        label="FK as a child attribute")
+    _wait_message(page, "flights.carrier->airlines")
+    assert _plan(page)["methods"]["flights.carrier->airlines"] == "fk-attribute"
+    p.locator(f"{PANEL} .relviz-bp-method-{carrier} select").focus()
+    page.screenshot("budget_panel_fk_attribute", p.locator(PANEL))
