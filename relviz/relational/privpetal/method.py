@@ -70,6 +70,7 @@ from relviz.relational.registry import (
     LINKERS,
     fit_mixed_mode_linkers,
     mixed_mode_linker_problems,
+    mixed_mode_shares,
     register_database,
 )
 from relviz.schema import ForeignKey, Schema
@@ -286,9 +287,10 @@ class PrivPetal(Params):
                            ) -> list[tuple[str, str, str, Fraction]]:
         """One edge component per modelled private FK and one table component per private table
         in no modelled FK. Shares (a public rule, [P] §5 "more FKs means less per FK"): equal per
-        private relation (and per stand-alone table and per linked FK), split equally among the
-        relation's FKs — TPC-H with caps on its four FKs: ``orders → customer`` 1/2, the two
-        ``lineitem`` FKs 1/4 each ([P] §6.1's 50/25/25).
+        private relation (and per stand-alone table), split equally among the relation's FKs; a
+        linked FK gets what ``Plan.default`` gives an FK, first
+        (:func:`relviz.relational.registry.mixed_mode_shares`). TPC-H with caps on its FKs:
+        ``orders → customer`` 1/2, the two ``lineitem`` FKs 1/4 each ([P] §6.1's 50/25/25).
 
         Mixed mode (relviz's, as PrivLava's; docs/methods/privpetal.md §5.5): an FK that PrivPetal
         cannot model — a public parent with no declared cap ``N``, or a cap above
@@ -302,15 +304,16 @@ class PrivPetal(Params):
                   if self.linked_reason(schema, fk, public=public) is not None}
         rels = relations(schema, linked)
         alone = standalone(schema, linked)
-        n = len(rels) + len(alone) + len(linked)
-        if n == 0:
+        if not rels and not alone and not linked:
             return []
+        each_linked, share = mixed_mode_shares(len(schema.private_foreign_keys), len(linked),
+                                               len(rels) + len(alone))
         out: list[tuple[str, str, str, Fraction]] = []
         for r in rels:
             fks = fk_order(schema, r, linked)
-            out += [(f.name, "edge", self.name, Fraction(1, n * len(fks))) for f in fks]
-        out += [(f, "edge", linker, Fraction(1, n)) for f in sorted(linked)]
-        out += [(t, "table", mechanism, Fraction(1, n)) for t in alone]
+            out += [(f.name, "edge", self.name, share / len(fks)) for f in fks]
+        out += [(f, "edge", linker, each_linked) for f in sorted(linked)]
+        out += [(t, "table", mechanism, share) for t in alone]
         return out
 
     def linked_reason(self, schema: Schema, fk: ForeignKey, *, public: str = "auto") -> str | None:
