@@ -574,6 +574,7 @@ class Plan:
             total = Fraction(self.rho_total)
         except (ValueError, ArithmeticError) as e:
             total, why = Fraction(0), f"σ unavailable: {e}"
+        model = _key_attribute_schema(self, schema, counts)  # with fk-attribute's child attributes
         out = []
         for c in self.components:
             rho = total * c.share
@@ -581,7 +582,7 @@ class Plan:
             note = why
             if mult is not None and rho > 0:
                 try:
-                    sigmas = _noise_scales(c, rho, schema, mult, self.components)
+                    sigmas = _noise_scales(c, rho, model, mult, self.components)
                     if not sigmas:
                         note = f"{c.method} does not report its noise scale"
                 except (KeyError, SchemaError, ValueError, TypeError, AttributeError) as e:
@@ -766,6 +767,28 @@ def _linker_class(name: str) -> type:
     from relviz.relational import get_class
 
     return get_class(name)
+
+
+def _key_attribute_schema(plan: Plan, schema: Schema, counts: Mapping[str, int]) -> Schema:
+    """``schema`` with the parent-row attribute of every FK whose linker models it as a child
+    attribute (fk-attribute, docs/methods/keyed.md), as the child's mechanism will see it."""
+    from relviz.relational import LINKERS
+    from relviz.relational.keyed import key_attribute_schema
+
+    fks = []
+    for c in plan.edges:
+        try:
+            keyed = getattr(LINKERS.get_class(c.method), "models_key_attribute", False)
+            if keyed:
+                fks.append(schema.foreign_key(c.name))
+        except (KeyError, SchemaError):
+            continue
+    if not fks:
+        return schema
+    try:
+        return key_attribute_schema(schema, fks, counts)
+    except (SchemaError, KeyError, ValueError):
+        return schema
 
 
 def _noise_scales(c: Component, rho: Fraction, schema: Schema, mult: Any,

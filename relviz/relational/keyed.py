@@ -29,6 +29,7 @@ matching is a vectorised group rank (numpy), no library does it with these const
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
@@ -118,6 +119,25 @@ def with_key_attributes(db, fks: list[ForeignKey], *, max_parents: dict[str, int
         schema = schema.with_table(replace(child, attributes=(*child.attributes, attr)))
         names[fk.name] = name
     return Database._adopt(schema, frames), names  # frames: db's, shallow-copied (copy-on-write)
+
+
+def key_attribute_schema(schema: Schema, fks: list[ForeignKey],
+                         parent_rows: Mapping[str, int] | None = None) -> Schema:
+    """The schema a child's mechanism sees once :func:`with_key_attributes` has appended the
+    parent-row attribute of each FK of ``fks`` (for previews made before any data are read, such
+    as ``Plan.noise_preview``: the mechanism's σ's depend on how many attributes it measures).
+    A domain is the public parent's row count from ``parent_rows`` where given, else a
+    two-value placeholder. FKs to private parents are skipped (fk-attribute refuses them)."""
+    parent_rows = dict(parent_rows or {})
+    for fk in fks:
+        if not schema.table(fk.parent).public:
+            continue
+        child = schema.table(fk.child)
+        n_p = max(int(parent_rows.get(fk.parent, 2)), 1)
+        attr = Attribute.categorical(key_attribute_name(schema, fk), range(n_p),
+                                     nullable=fk.nullable, description=_description(fk))
+        schema = schema.with_table(replace(child, attributes=(*child.attributes, attr)))
+    return schema
 
 
 def _keep_by_group(group: np.ndarray, room: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -227,3 +227,20 @@ def test_entity_unit_fits_and_samples_a_valid_database() -> None:
     assert set(syn["households"].columns) == set(db["households"].columns)
     assert 0.0 <= synth.links_["households.region->regions"].kept_share <= 1.0
     assert float(synth.accountant_.spent()) <= float(plan.rho_total) * (1 + 1e-12)
+
+
+def test_noise_preview_counts_the_key_attribute_like_the_fit() -> None:
+    """``Plan.noise_preview`` shows the σ's the child's mechanism will use once fk-attribute has
+    appended its attribute (MST: one more 1-way marginal and tree edge); every previewed σ of the
+    child's table equals the ledger's σ of the release with that label."""
+    db = _shop(500)
+    plan = Plan.default(db.schema, 1.0, 1e-6, method="fk-attribute")
+    preview = next(p.sigmas for p in plan.noise_preview(db.schema, db) if p.name == "sales")
+    assert "1-way marginals (2 attributes)" in preview  # region_seen + the key attribute
+    synth = RelationalSynthesizer(plan, random_state=0).fit(db)
+    fitted = {e.label: e.sigma for e in synth.ledger_ if e.component == "sales" and e.sigma}
+    shared = set(preview) & set(fitted)
+    assert shared and all(np.isclose(preview[k], fitted[k]) for k in shared), (preview, fitted)
+    plain = next(p.sigmas for p in Plan.default(db.schema, 1.0, 1e-6).noise_preview(db.schema)
+                 if p.name == "sales")
+    assert "1-way marginals (1 attributes)" in plain
