@@ -116,7 +116,8 @@ def dp_degree_cap(db: Database, fk: str, *, quantile: float = 0.95, rho: Fractio
     parent = schema.table(schema.foreign_key(fk).parent)
     if parent.public:  # public facts only: the parent's row count bounds the utility's spread
         n_par = len(db.tables[parent.name])
-        ratio = em_epsilon(rho) * quantile * n_par / (2 * sens)  # log of the largest odds ratio
+        eps_em = em_epsilon(rho)
+        ratio = eps_em * quantile * n_par / (2 * sens)  # log of the largest odds ratio
         if ratio < math.log(hi - lo + 1):
             warnings.warn(
                 f"DP cap of {fk}: mostly noise — the public parent {parent.name!r} has {n_par:,} "
@@ -129,7 +130,7 @@ def dp_degree_cap(db: Database, fk: str, *, quantile: float = 0.95, rho: Fractio
         # neighbourhood: the utility cannot prefer the smallest of them, and at a small ρ the
         # plateau's many candidates outweigh the quantile (TPC-H lineitem → partsupp at ε 0.4,
         # real 0.99-quantile 7: τ = 17, 24, 23 drawn)
-        elif (plateau := em_epsilon(rho) * (1 - quantile) * n_par / (2 * sens)) < math.log(hi - lo + 1):
+        elif (plateau := eps_em * (1 - quantile) * n_par / (2 * sens)) < math.log(hi - lo + 1):
             warnings.warn(
                 f"DP cap of {fk}: likely above the {quantile:g}-quantile — every candidate above "
                 f"the largest degree scores −(1−q)·n = −{(1 - quantile) * n_par:,.0f} (public "

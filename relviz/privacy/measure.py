@@ -431,7 +431,7 @@ class Curator:
         s = self._db.schema
         fk1 = s.foreign_key(fk1) if isinstance(fk1, str) else fk1
         fk2 = s.foreign_key(fk2) if isinstance(fk2, str) else fk2
-        return PrivateLink(fk1, fk2, self._db.parent_index(fk1), self._db.parent_index(fk2),
+        return PrivateLink(fk1, fk2, self._pidx(fk1), self._pidx(fk2),
                            self._enc(fk1.parent), self._enc(fk2.parent), self.log)
 
     def foreign_key(self, fk: ForeignKey | str) -> PrivateForeignKey:
