@@ -23,7 +23,7 @@ from relviz.privacy.sensitivity import multipliers
 from relviz.relational.privlava import pgm
 from relviz.relational.privlava.accounting import calibrate, fk_order, latent_k, n_inc, sensitivities
 from relviz.relational.privlava.em import EMState, Groups, LatentSpec, e_step, pooled_group_sizes, size_bins
-from relviz.relational.privlava.method import _max_domain, _prefix_match, _use_split
+from relviz.relational.privlava.method import _coded_sizes, _prefix_match, _use_split
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")
@@ -354,29 +354,43 @@ def test_noise_free_group_sizes_match(census_noise_free):
     assert 0.5 * np.abs(real - syn).sum() < 0.06
 
 
-def test_digit_split_only_where_it_buys_a_larger_k():
-    """``split_domains``: an attribute of 100 codes is split into digits 10 × 10 only when that
-    lets a larger ``k`` be λ-useful (§4.7). With threshold ``t = λ√(2/π)σ_ℓ`` and ``r = ñ/t``:
-    whole, ``k ≤ min(√r, r/100)``; split, ``k ≤ min(√r, r/10)``. ``r = 1000``: 10 vs 25 (k_max)
-    → split; ``r = 100``: none vs 10 → split; ``r = 10⁶``: both 25 → no split; ``r = 3``: neither
-    reaches 2 → no split."""
+def test_digit_split_only_where_latent_modelling_is_useful():
+    """``split_domains``: an attribute of 100 codes is split into digits 10 × 10 only when some
+    ``k ≥ 2`` is λ-useful with the digits (§4.7). With threshold ``t = λ√(2/π)σ_ℓ`` and
+    ``r = ñ/t``, ``k = 2`` needs ``4 ≤ r`` and ``2·10 ≤ r``: ``r = 30`` (or more) → split;
+    ``r = 15`` → whole (the latent marginals would be noise)."""
     thr = 20 * math.sqrt(2 / math.pi)
-    assert _max_domain([100, 7], 20) == 10 and _max_domain([100, 7], None) == 100
-    assert _max_domain([21, 3], 20) == 5  # b = ⌈√21⌉ = 5, hi = ⌈21/5⌉ = 5
-    for r, want in ((1000, True), (100, True), (10**6, False), (3, False)):
-        assert _use_split(r * thr, 1.0, 1.0, [100, 7], 20, lam=20, k_max=25) is want, r
-    assert not _use_split(1000 * thr, 1.0, 1.0, [100, 7], None, lam=20, k_max=25)
-    assert not _use_split(1000 * thr, 1.0, 1.0, [12, 7], 20, lam=20, k_max=25)  # nothing to split
-    # the split codes more attributes, so its σ_ℓ is larger: it must still buy k at that σ
-    assert not _use_split(1000 * thr, 20.0, 1.0, [100, 7], 20, lam=20, k_max=25)  # 5 < 10
+    assert _coded_sizes([100, 7], 20) == [10, 10, 7] and _coded_sizes([100, 7], None) == [100, 7]
+    assert _coded_sizes([21, 3], 20) == [5, 5, 3]  # b = ⌈√21⌉ = 5, hi = ⌈21/5⌉ = 5
+    for r, want in ((10**6, True), (1000, True), (30, True), (15, False), (3, False)):
+        assert _use_split(r * thr, 1.0, [100, 7], 20, lam=20, k_max=25) is want, r
+    assert not _use_split(1000 * thr, 1.0, [100, 7], None, lam=20, k_max=25)
+    assert not _use_split(1000 * thr, 1.0, [12, 7], 20, lam=20, k_max=25)  # nothing to split
+    assert not _use_split(1000 * thr, 100.0, [100, 7], 20, lam=20, k_max=25)  # σ_ℓ: r = 10
 
 
-def test_noise_free_fit_keeps_attributes_whole_when_k_is_at_k_max(census_noise_free):
-    """Noise off, k_max = 4: whole attributes reach k_max already, so none is split."""
-    _, syn, out = census_noise_free
-    assert syn.database_.splits == {}
+def test_large_ordered_attributes_are_split_whatever_the_latent_model():
+    """``split_ordered_above = 64``: a numeric attribute of 100 bins is split even where latent
+    modelling is not λ-useful (its high digit is a coarser binning); one of 31 bins and a
+    categorical of 1,458 values (fk-attribute's airports) stay whole there; where latent
+    modelling is λ-useful every attribute above ``split_domains`` is split."""
+    from relviz.relational.privlava import PrivLava
+
+    lava = PrivLava()
+    num100, num31 = Attribute.numeric("q", 0, 100, bins=100), Attribute.numeric("d", 1, 31, bins=31)
+    cat = Attribute.categorical("dest→airports", range(1458))
+    assert [lava._split_attribute(a, False) for a in (num100, num31, cat)] == [True, False, False]
+    assert [lava._split_attribute(a, True) for a in (num100, num31, cat)] == [True, True, True]
+    off = PrivLava(split_domains=None, split_ordered_above=None)
+    assert not any(off._split_attribute(a, u) for a in (num100, num31, cat) for u in (False, True))
+
+
+def test_noise_free_fit_splits_where_latent_modelling_is_useful(census_noise_free):
+    """Noise off: latent modelling is λ-useful, so AGE (86 bins) and INCTOT (100) are digits."""
+    _, syn, _ = census_noise_free
+    assert syn.database_.splits == {"persons": {"AGE": 10, "INCTOT": 10}}
     m = next(iter(syn.database_.models.values()))
-    assert not any(a.endswith(("#hi", "#lo")) for a in m.child_attrs)
+    assert {"AGE#hi", "AGE#lo", "INCTOT#hi", "INCTOT#lo"} <= set(m.child_attrs)
 
 
 def test_noise_free_model_uses_latent_types_and_selection(census_noise_free):

@@ -143,7 +143,12 @@ class PrivLava:
         split_domains: Child attributes with more codes than this are modelled as two "digit"
             attributes (``code = hi·b + lo``, ``b = ⌈√size⌉``, recombined after sampling and
             clamped): a smaller ``|A_max|`` lets a larger latent domain ``k`` be λ-useful (§4.7;
-            docs/methods/privlava.md §5). None: no split.
+            docs/methods/privlava.md §5). Used only when latent modelling is λ-useful with the
+            digits (``_use_split``). None: no split.
+        split_ordered_above: Ordered (numeric, datetime) child attributes with more codes than
+            this are split even when latent modelling is not λ-useful: two of them make a pair of
+            over 4,096 cells, and their high digits are coarser bins of the same quantity
+            (docs/methods/privlava.md §5). None: only ``split_domains``' rule.
         device: Where the E-step scoring runs: ``"auto"`` (torch on CUDA when present, else
             scipy.sparse on the CPU, which is faster there), ``"cpu"``/``"cuda"`` (torch there), or
             ``"scipy"``.
@@ -165,6 +170,7 @@ class PrivLava:
     m0: str = "relviz"
     tau_contrib: int | None = None
     split_domains: int | None = 20
+    split_ordered_above: int | None = 64
     device: str = "auto"
 
     def __post_init__(self) -> None:
@@ -179,7 +185,7 @@ class PrivLava:
             raise ParameterError("m0", "m0 must be 'relviz' or 'paper'")
         if not (self.device in ("auto", "scipy", "cpu") or str(self.device).startswith("cuda")):
             raise ParameterError("device", "device must be 'auto', 'scipy', 'cpu' or 'cuda[:n]'")
-        for name in ("tau_contrib", "split_domains"):
+        for name in ("tau_contrib", "split_domains", "split_ordered_above"):
             v = getattr(self, name)
             if v is not None and (int(v) != v or v < (1 if name == "tau_contrib" else 4)):
                 raise ParameterError(name, f"{name} must be None or an integer ≥ "
@@ -327,14 +333,26 @@ class PrivLava:
         return [z for fk in fk_order(schema, linked) if fk.parent == table
                 for z in (Z1(fk.name), Z2(fk.name))]
 
+    def _split_attribute(self, attribute, latent_useful: bool) -> bool:  # noqa: ANN001
+        """Whether a child attribute is modelled as two digits: above ``split_domains`` when
+        latent modelling is λ-useful with the digits; else only an ordered one above
+        ``split_ordered_above``."""
+        if latent_useful and self.split_domains is not None and attribute.size > self.split_domains:
+            return True
+        return self.split_ordered_above is not None and attribute.kind != "categorical" and \
+            attribute.size > self.split_ordered_above
+
+    def _ordered_split(self, schema: Schema, table: str) -> set[str]:
+        """The attributes of ``table`` split whatever the latent model (``split_ordered_above``)."""
+        return {a.name for a in schema.table(table).attributes if self._split_attribute(a, False)}
+
     def _calibration(self, schema: Schema, fk: ForeignKey, rho: Fraction, sens,  # noqa: ANN001
                      linked: set[str] = frozenset(), *, split: bool = True
                      ) -> Calibration:  # type: ignore[assignment]
         """The FK's noise scales (§10.5); ``split``: with the child's large attributes as two
         digits (``d`` counts both), as the preview (``noise_scales``) shows."""
         attrs = schema.table(fk.child).attributes
-        split_n = sum(1 for a in attrs if split and self.split_domains is not None
-                      and a.size > self.split_domains)
+        split_n = sum(1 for a in attrs if self._split_attribute(a, split))
         d = len(attrs) + split_n + len(self._inherited(schema, fk.child, linked))
         rho_main = rho * (1 - NULL_SHARE) if fk.nullable else rho
         tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
@@ -364,9 +382,10 @@ class PrivLava:
             if name not in encoded:
                 encoded[name] = curator.rows(name, "PrivLava")
             enc = encoded[name]
+            table = schema.table(name)
             attrs, dom, cols, bases = [], {}, [], {}
             for i, (a, size) in enumerate(zip(enc.attributes, enc.sizes)):
-                if split and self.split_domains is not None and size > self.split_domains:
+                if name in children and self._split_attribute(table.attribute(a), split):
                     b = int(math.ceil(math.sqrt(size)))
                     bases[a] = b
                     hi, lo = f"{a}#hi", f"{a}#lo"
@@ -455,9 +474,9 @@ class PrivLava:
                     decided: bool = False) -> FKModel:  # type: ignore[assignment]
         """Algorithm 2 for ``fk``. ``coding(split)`` gives the child's ``(attributes, domains,
         codes)`` with or without the digit split; unless ``decided`` (an earlier FK fixed the
-        child's coding), the split is used only when it makes a larger latent domain ``k``
-        λ-useful at the released ñ (§4.7; the split's only purpose): a digit split costs the
-        pairs of a split attribute, which then need three- or four-way marginals."""
+        child's coding), the split is used only when latent modelling is λ-useful with it at
+        the released ñ (:func:`_use_split`, §4.7): a digit split costs the pairs of a split
+        attribute, which then need three- or four-way marginals."""
         from relviz.single.mst import MST
 
         cals = {split: self._calibration(schema, fk, budget.rho, sens, linked, split=split)
@@ -492,9 +511,10 @@ class PrivLava:
             rho_mst = cal.rho_obs - rho_total
         if decided:
             attrs, dom, codes = coding(True)
-            split = any(a.endswith("#hi") for a in attrs)
-        else:  # the split only where it buys a larger λ-useful k (public: ñ, σ_ℓ, domains)
-            split = _use_split(n_noisy, cals[True].sigma_latent, cals[False].sigma_latent,
+            split = any(a.endswith("#hi") and a[:-3] not in self._ordered_split(schema, fk.child)
+                        for a in attrs)
+        else:  # the split only where latent modelling is λ-useful (public: ñ, σ_ℓ, domains)
+            split = _use_split(n_noisy, cals[True].sigma_latent,
                                [a.size for a in schema.table(fk.child).attributes],
                                self.split_domains, lam=self.lam, k_max=self.k_max)
             attrs, dom, codes = coding(split)
@@ -827,30 +847,31 @@ def _spare_parents(taken: np.ndarray, n_parents: int, tau: int, k: int,
     return pick.astype(np.int64)
 
 
-def _max_domain(sizes: list[int], split_domains: int | None) -> int:
-    """The largest attribute domain once attributes with more than ``split_domains`` codes are
-    two digits (``⌈size/b⌉`` and ``b = ⌈√size⌉``); None: no split."""
-    out = 1
+def _coded_sizes(sizes: list[int], split_domains: int | None) -> list[int]:
+    """The modelled domains once attributes with more than ``split_domains`` codes are two digits
+    (``⌈size/b⌉`` and ``b = ⌈√size⌉``); None: the sizes as they are."""
+    out: list[int] = []
     for size in sizes:
         if split_domains is not None and size > split_domains:
             b = int(math.ceil(math.sqrt(size)))
-            out = max(out, b, int(math.ceil(size / b)))
+            out += [int(math.ceil(size / b)), b]
         else:
-            out = max(out, int(size))
+            out.append(int(size))
     return out
 
 
-def _use_split(n_noisy: float, sigma_split: float, sigma_whole: float, sizes: list[int],
-               split_domains: int | None, *, lam: float, k_max: int) -> bool:
-    """Whether the digit split of the attributes with more than ``split_domains`` codes makes a
-    larger latent domain ``k`` λ-useful (§4.7) than the whole attributes do: ``σ_ℓ`` of each coding
-    (the split one counts more latent marginals), ``ñ`` released. Public quantities only."""
+def _use_split(n_noisy: float, sigma_split: float, sizes: list[int], split_domains: int | None,
+               *, lam: float, k_max: int) -> bool:
+    """Whether to model the child's attributes with more than ``split_domains`` codes as two
+    digits: only when latent modelling is λ-useful with them (§4.7: some ``k ≥ 2`` passes at the
+    split coding's ``σ_ℓ`` and the released ``ñ``; public quantities only). The digits serve the
+    latent model (a smaller ``|A_max|``, coarse high digits whose latent marginals are
+    λ-useful); when not even ``k = 2`` is, the latent marginals are noise, and whole attributes
+    keep every pair a 2-way marginal of the line-1 model."""
     if split_domains is None or all(size <= split_domains for size in sizes):
         return False
-    k_split = latent_k(n_noisy, sigma_split, _max_domain(sizes, split_domains), lam=lam,
-                       k_max=k_max)[0]
-    k_whole = latent_k(n_noisy, sigma_whole, _max_domain(sizes, None), lam=lam, k_max=k_max)[0]
-    return k_split > k_whole
+    return latent_k(n_noisy, sigma_split, max(_coded_sizes(sizes, split_domains)), lam=lam,
+                    k_max=k_max)[1]
 
 
 def _latent_pairs(attrs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
