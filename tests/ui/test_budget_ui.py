@@ -33,6 +33,20 @@ def _wait_message(lab: Any, text: str) -> None:
     lab.page.locator(f"{PANEL} .relviz-bp-message", has_text=text).wait_for()
 
 
+def _open_panel(page: Any, lab: dict[str, Any], name: str, code: str) -> Any:
+    """Write a one-cell notebook ``name`` whose ``code`` shows a BudgetPanel, open and run it;
+    the Playwright page, once the panel's grid is visible."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(code)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(lab["root"] / name))
+    page.open(name)
+    page.run_all(wait_for=f"{PANEL} .relviz-bp-grid")
+    return page.page
+
+
 def test_number_box_slider_lock_rebalance_keep_the_sum_exactly_one(page: Any) -> None:
     page.open(NB)
     page.run_all(wait_for=f"{PANEL} .relviz-bp-grid")
@@ -150,10 +164,7 @@ def test_approach_menu_lists_what_privpetal_links(page: Any, lab: dict[str, Any]
     """PrivPetal chosen on a schema with an uncapped FK to a public parent: the message names the
     linked FK and why, the grid shows degree on it and PrivPetal on the other FK; undo restores
     the per-FK linkers."""
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(
+    p = _open_panel(page, lab, MIXED_NB, (
         "import numpy as np, pandas as pd\n"
         "from relviz import Database\nfrom relviz.ui import BudgetPanel\n"
         "from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table\n"
@@ -167,12 +178,7 @@ def test_approach_menu_lists_what_privpetal_links(page: Any, lab: dict[str, Any]
         "db = Database(schema, {'regions': pd.DataFrame({'region': range(3), 'climate': [0, 1, 1]}),\n"
         "    'households': pd.DataFrame({'hid': range(20), 'region': rng.integers(0, 3, 20), 'own': rng.integers(0, 2, 20)}),\n"
         "    'persons': pd.DataFrame({'pid': range(40), 'hid': np.repeat(np.arange(20), 2), 'age': rng.integers(0, 3, 40)})})\n"
-        "panel = BudgetPanel(db, epsilon=1.0, delta=1e-6)\npanel")]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, str(lab["root"] / MIXED_NB))
-    page.open(MIXED_NB)
-    page.run_all(wait_for=f"{PANEL} .relviz-bp-grid")
-    p = page.page
+        "panel = BudgetPanel(db, epsilon=1.0, delta=1e-6)\npanel"))
     start = _plan(page)["methods"]
     assert set(start.values()) == {"mst", "degree"}
     p.locator(f"{PANEL} .relviz-bp-approach select").select_option(label="PrivPetal")
@@ -195,22 +201,14 @@ def test_fk_menu_offers_fk_attribute_only_on_an_fk_to_a_public_parent(page: Any,
     """miniflights with planes private: the method menu of ``flights.carrier → airlines`` (a
     public parent of 4 rows) lists fk-attribute; that of ``flights.tailnum → planes`` (a private
     parent) does not (docs/methods/keyed.md). Choosing it from the menu changes the plan."""
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(
+    p = _open_panel(page, lab, KEYED_NB, (
         "from miniflights import miniflights_db\nfrom relviz import Database, PrivacyUnit\n"
         "from relviz.ui import BudgetPanel\n"
         "db0 = miniflights_db()\n"
         "s = db0.schema.with_public('planes', False).with_privacy_unit(\n"
         "    PrivacyUnit(None, {'flights.tailnum->planes': 60}, neighbour='tuple'))\n"
         "db = Database(s, {t: db0[t] for t in s.table_names})\n"
-        "panel = BudgetPanel(db, epsilon=1.0, delta=1e-6)\npanel")]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, str(lab["root"] / KEYED_NB))
-    page.open(KEYED_NB)
-    page.run_all(wait_for=f"{PANEL} .relviz-bp-grid")
-    p = page.page
+        "panel = BudgetPanel(db, epsilon=1.0, delta=1e-6)\npanel"))
     names = list(_plan(page)["methods"])
     carrier, tailnum = (names.index(n) for n in ("flights.carrier->airlines",
                                                  "flights.tailnum->planes"))
