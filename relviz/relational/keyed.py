@@ -108,15 +108,13 @@ def with_key_attributes(db, fks: list[ForeignKey], *, max_parents: dict[str, int
     for fk in fks:
         idx = db.parent_index(fk)
         n_p = len(db[fk.parent])  # the public parent's rows: the attribute's domain
-        child = schema.table(fk.child)
         name = key_attribute_name(db.schema, fk)  # as the fitted linker names it
         values = pd.Series(pd.array(np.where(idx >= 0, idx, 0), dtype="Int64"),
                            index=frames[fk.child].index).mask(idx < 0)
         frame = frames[fk.child].copy(deep=False)
         frame[name] = values
         frames[fk.child] = frame
-        attr = Attribute.categorical(name, range(n_p), nullable=fk.nullable, description=_description(fk))
-        schema = schema.with_table(replace(child, attributes=(*child.attributes, attr)))
+        schema = _with_key_attribute(schema, fk, name, n_p)
         names[fk.name] = name
     return Database._adopt(schema, frames), names  # frames: db's, shallow-copied (copy-on-write)
 
@@ -132,12 +130,18 @@ def key_attribute_schema(schema: Schema, fks: list[ForeignKey],
     for fk in fks:
         if not schema.table(fk.parent).public:
             continue
-        child = schema.table(fk.child)
-        n_p = max(int(parent_rows.get(fk.parent, 2)), 1)
-        attr = Attribute.categorical(key_attribute_name(schema, fk), range(n_p),
-                                     nullable=fk.nullable, description=_description(fk))
-        schema = schema.with_table(replace(child, attributes=(*child.attributes, attr)))
+        schema = _with_key_attribute(schema, fk, key_attribute_name(schema, fk),
+                                     max(int(parent_rows.get(fk.parent, 2)), 1))
     return schema
+
+
+def _with_key_attribute(schema: Schema, fk: ForeignKey, name: str, n_parent: int) -> Schema:
+    """``schema`` with ``fk``'s parent-row attribute ``name`` (domain ``0 … n_parent − 1``)
+    appended to the child table."""
+    child = schema.table(fk.child)
+    attr = Attribute.categorical(name, range(n_parent), nullable=fk.nullable,
+                                 description=_description(fk))
+    return schema.with_table(replace(child, attributes=(*child.attributes, attr)))
 
 
 def _keep_by_group(group: np.ndarray, room: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -386,11 +386,11 @@ class PrivLava:
             attrs, dom, cols, bases = [], {}, [], {}
             for i, (a, size) in enumerate(zip(enc.attributes, enc.sizes)):
                 if name in children and self._split_attribute(table.attribute(a), split):
-                    b = int(math.ceil(math.sqrt(size)))
+                    hi_size, b = _digits(size)
                     bases[a] = b
                     hi, lo = f"{a}#hi", f"{a}#lo"
                     attrs += [hi, lo]
-                    dom[hi], dom[lo] = int(math.ceil(size / b)), b
+                    dom[hi], dom[lo] = hi_size, b
                     cols += [enc.codes[:, i] // b, enc.codes[:, i] % b]
                 else:
                     attrs.append(a)
@@ -511,8 +511,8 @@ class PrivLava:
             rho_mst = cal.rho_obs - rho_total
         if decided:
             attrs, dom, codes = coding(True)
-            split = any(a.endswith("#hi") and a[:-3] not in self._ordered_split(schema, fk.child)
-                        for a in attrs)
+            always = self._ordered_split(schema, fk.child)
+            split = any(a.endswith("#hi") and a[:-3] not in always for a in attrs)
         else:  # the split only where latent modelling is λ-useful (public: ñ, σ_ℓ, domains)
             split = _use_split(n_noisy, cals[True].sigma_latent,
                                [a.size for a in schema.table(fk.child).attributes],
@@ -852,12 +852,16 @@ def _coded_sizes(sizes: list[int], split_domains: int | None) -> list[int]:
     (``⌈size/b⌉`` and ``b = ⌈√size⌉``); None: the sizes as they are."""
     out: list[int] = []
     for size in sizes:
-        if split_domains is not None and size > split_domains:
-            b = int(math.ceil(math.sqrt(size)))
-            out += [int(math.ceil(size / b)), b]
-        else:
-            out.append(int(size))
+        out += list(_digits(size)) if split_domains is not None and size > split_domains \
+            else [int(size)]
     return out
+
+
+def _digits(size: int) -> tuple[int, int]:
+    """Domains ``(⌈size/b⌉, b)`` of the two digits ``hi·b + lo`` of a split attribute,
+    ``b = ⌈√size⌉``."""
+    b = int(math.ceil(math.sqrt(size)))
+    return int(math.ceil(size / b)), b
 
 
 def _use_split(n_noisy: float, sigma_split: float, sizes: list[int], split_domains: int | None,
