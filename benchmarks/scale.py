@@ -158,8 +158,11 @@ class TimedBackend:
         return getattr(self.inner, name)
 
 
-def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bool) -> dict:
-    """One scale factor with one backend, in this process; returns the row."""
+def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bool,
+            stream: bool = False) -> dict:
+    """One scale factor with one backend, in this process; returns the row. ``stream``: sample
+    with ``RelationalSynthesizer.sample_to`` (chunks to Parquet) instead of ``sample()`` +
+    ``to_parquet``."""
     from report_memory import PeakMeter
 
     import relviz.datasets as datasets
@@ -193,9 +196,16 @@ def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bo
         del db
         datasets._LOADED.clear()
         release_freed_memory()  # else numpy's sampling arrays come on top of Arrow's freed pages
-    fake = stage("sample", syn.sample)
+    if stream:  # decoded and written to Parquet chunk by chunk, checked by DuckDB: one stage
+        with tempfile.TemporaryDirectory() as tmp:
+            stage("sample", lambda: syn.sample_to(tmp))
+        row["stream"] = True
+        fake = None
+    else:
+        fake = stage("sample", syn.sample)
     with tempfile.TemporaryDirectory() as tmp:
-        stage("write", lambda: fake.to_parquet(tmp))  # one row group per 10⁶ rows
+        if fake is not None:
+            stage("write", lambda: fake.to_parquet(tmp))  # one row group per 10⁶ rows
         if report:
             from relviz.evaluate.html import render_report
 
@@ -209,7 +219,7 @@ def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bo
 
 def _child(args: argparse.Namespace, sf: float, backend: str) -> dict:
     cmd = [sys.executable, __file__, "--one", f"{sf:g}", backend, "--epsilon", str(args.epsilon)]
-    cmd += ["--revisions"] * args.revisions + ["--report"] * args.report
+    cmd += ["--revisions"] * args.revisions + ["--report"] * args.report + ["--stream"] * args.stream
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     cold = tempfile.TemporaryDirectory() if args.jax_cache == "cold" else None
     if cold is not None:  # an empty on-disk compilation cache: every executable compiled afresh
@@ -267,6 +277,9 @@ def main() -> None:
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--revisions", action="store_true")
     p.add_argument("--report", action="store_true")
+    p.add_argument("--stream", action="store_true",
+                   help="sample straight to Parquet in chunks (RelationalSynthesizer.sample_to); "
+                        "the sample stage then includes the write and DuckDB's key checks")
     p.add_argument("--jax-cache", choices=["warm", "cold"], default="warm",
                    help="JAX's on-disk compilation cache (relviz.mbi_runtime): the user's (warm "
                         "once a run has filled it) or an empty one per run (cold: every "
@@ -276,7 +289,10 @@ def main() -> None:
     p.add_argument("--one", nargs=2, metavar=("SF", "BACKEND"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.one:
-        row = one_run(float(args.one[0]), args.one[1], args.epsilon, args.revisions, args.report)
+        if args.stream and args.report:
+            p.error("--stream writes no in-memory synthetic database for --report")
+        row = one_run(float(args.one[0]), args.one[1], args.epsilon, args.revisions, args.report,
+                      args.stream)
         print(json.dumps(row), flush=True)
         return
     rows = []
@@ -288,7 +304,7 @@ def main() -> None:
             args.out.mkdir(parents=True, exist_ok=True)
             df.to_csv(args.out / "scale.csv", index=False)
     df = pd.DataFrame(rows)
-    cols = [c for c in ("sf", "backend", "jax_cache", "rows_lineitem", *(f"{s}_s" for s in STAGES), "fit_over_measure",
+    cols = [c for c in ("sf", "backend", "stream", "jax_cache", "rows_lineitem", *(f"{s}_s" for s in STAGES), "fit_over_measure",
                         "peak_mb", "total_s", "error") if c in df]
     table = _markdown(df[cols])
     (args.out / "scale.md").write_text(table + "\n")

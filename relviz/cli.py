@@ -298,7 +298,12 @@ def _cmd_synth(args: argparse.Namespace) -> int:
                 datasets.forget(args.dataset)
             release_freed_memory()
         t0 = time.perf_counter()
-        syn = synth.sample(scale=args.scale)
+        if args.no_report:  # no report reads the synthetic tables: stream them to Parquet
+            streamed = synth.sample_to(release / "tables", scale=args.scale)
+            syn, syn_rows = None, streamed.rows
+        else:
+            streamed, syn = None, synth.sample(scale=args.scale)
+            syn_rows = {t: len(syn[t]) for t in schema.table_names}
         timings["sample"] = time.perf_counter() - t0
     except KeyboardInterrupt:
         synth.cancel()
@@ -316,8 +321,13 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         return 2
     bar.close()
     t0 = time.perf_counter()
-    syn.to_parquet(release / "tables")
-    syn.to_sqlite(release / "synthetic.sqlite")
+    if streamed is not None:
+        from relviz.stream import parquet_to_sqlite
+
+        parquet_to_sqlite(schema, streamed.paths, release / "synthetic.sqlite")
+    else:
+        syn.to_parquet(release / "tables")
+        syn.to_sqlite(release / "synthetic.sqlite")
     synth.accountant_.to_json(release / "ledger.json")
     plan.to_json(release / "plan.json")
     schema.to_json(release / "schema.json")
@@ -329,7 +339,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         summary = _report(db, syn, synth, curator, args)
         timings["report"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_start
-    _print_summary(schema, real_rows, excluded, syn, synth, summary, timings, out)
+    _print_summary(schema, real_rows, excluded, syn_rows, synth, summary, timings, out)
     (curator / "timings.json").write_text(json.dumps(timings, indent=2) + "\n")
     return 0
 
@@ -376,7 +386,7 @@ def _report(db, syn, synth, curator: Path, args: argparse.Namespace):  # noqa: A
     return report
 
 
-def _print_summary(schema, real_rows: dict[str, int], excluded: list[str], syn, synth,  # noqa: ANN001
+def _print_summary(schema, real_rows: dict[str, int], excluded: list[str], syn_rows: dict[str, int], synth,  # noqa: ANN001
                    report, timings: dict[str, float], out: Path) -> None:  # noqa: ANN001
     from relviz.synthesizer import NOT_DP
 
@@ -404,7 +414,7 @@ def _print_summary(schema, real_rows: dict[str, int], excluded: list[str], syn, 
     print("  rows (real → synthetic):")
     for t in schema.table_names:
         tag = " (public, copied)" if schema.table(t).public else ""
-        print(f"    {t:<24} {real_rows.get(t, 0):>10,} → {len(syn[t]):>10,}{tag}")
+        print(f"    {t:<24} {real_rows.get(t, 0):>10,} → {syn_rows[t]:>10,}{tag}")
     if excluded:
         print("  excluded columns (schema \"exclude\": not modelled, not in the synthetic tables):")
         for line in excluded:
@@ -511,7 +521,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="where the exact counts are computed before the noise (same answers from "
                         "each): pandas in memory (default), duckdb, or spark (pyspark, local[2])")
     y.add_argument("--out", required=True, help="output folder")
-    y.add_argument("--no-report", action="store_true", help="skip curator/report.html")
+    y.add_argument("--no-report", action="store_true",
+                   help="skip curator/report.html; the synthetic tables are then streamed to "
+                        "Parquet in chunks and never held whole (RelationalSynthesizer.sample_to)")
     y.add_argument("--quiet", action="store_true", help="no progress bar")
     y.add_argument("--allow-inferred-schema", action="store_true",
                    help="accept domains (or FK nullability) read from the data, with or without "

@@ -644,17 +644,25 @@ class Database:
         return out
 
     def _ddl(self, name: str, dialect: Literal["sqlite", "duckdb"]) -> str:
-        t = self._schema.table(name)
         df = self._tables[name]
-        parts = [f'"{c}" {_sql_type(df[c], dialect)}' for c in self._schema.columns(name)]
-        if t.primary_key:
-            parts.append("PRIMARY KEY (" + ", ".join(f'"{c}"' for c in t.primary_key) + ")")
-        for fk in self._schema.fks_from(name):
-            if dialect == "duckdb" and fk.self_referential:
-                continue  # DuckDB cannot check a self-referencing FK during a bulk insert
-            parts.append("FOREIGN KEY (" + ", ".join(f'"{c}"' for c in fk.columns) + f') REFERENCES "{fk.parent}" ('
-                         + ", ".join(f'"{c}"' for c in fk.parent_columns) + ")")
-        return f'CREATE TABLE "{name}" (\n  ' + ",\n  ".join(parts) + "\n)"
+        return table_ddl(self._schema, name, {c: _sql_type(df[c], dialect) for c in self._schema.columns(name)},
+                         dialect)
+
+
+def table_ddl(schema: Schema, name: str, types: Mapping[str, str], dialect: Literal["sqlite", "duckdb"]) -> str:
+    """``CREATE TABLE`` for ``name`` with its PRIMARY KEY and FOREIGN KEY constraints; ``types``
+    maps each column to its SQL type (DuckDB skips a self-referencing FK: it cannot check one
+    during a bulk insert)."""
+    t = schema.table(name)
+    parts = [f'"{c}" {types[c]}' for c in schema.columns(name)]
+    if t.primary_key:
+        parts.append("PRIMARY KEY (" + ", ".join(f'"{c}"' for c in t.primary_key) + ")")
+    for fk in schema.fks_from(name):
+        if dialect == "duckdb" and fk.self_referential:
+            continue  # DuckDB cannot check a self-referencing FK during a bulk insert
+        parts.append("FOREIGN KEY (" + ", ".join(f'"{c}"' for c in fk.columns) + f') REFERENCES "{fk.parent}" ('
+                     + ", ".join(f'"{c}"' for c in fk.parent_columns) + ")")
+    return f'CREATE TABLE "{name}" (\n  ' + ",\n  ".join(parts) + "\n)"
 
 
 def _is_numberlike(s: pd.Series) -> bool:

@@ -21,12 +21,13 @@ import secrets
 import time
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from relviz.database import Database
+from relviz.database import ARROW_CHUNK_ROWS, Database
 from relviz.encoding import EncodedTable, code_dtype, decode_table, encode_table
 from relviz.errors import DataError, NotFittedError, PlanError, Problem, SchemaError
 from relviz.keys import format_synthetic_keys
@@ -43,6 +44,9 @@ from relviz.relational import get as get_linker
 from relviz.relational import get_database, get_relation
 from relviz.relational.keyed import with_key_attributes
 from relviz.single import get as get_mechanism
+
+if TYPE_CHECKING:
+    from relviz.stream import StreamedSample
 
 __all__ = ["RelationalSynthesizer", "not_dp_note"]
 
@@ -427,6 +431,136 @@ class RelationalSynthesizer:
         Raises:
             NotFittedError: before :meth:`fit` (also a ``ValueError`` and an ``AttributeError``).
         """
+        codes, rngs, links, start = self._sample_codes(scale, random_state)
+        schema = self.schema_
+        frames: dict[str, pd.DataFrame] = dict(self.public_)
+        for name in [n for n in codes if n not in self.public_]:
+            enc = codes.pop(name)  # decoded: the codes are not needed any more (memory at scale)
+            frames[name] = _with_keys(schema, name, decode_table(schema.table(name), enc, rngs[name]),
+                                      enc.n_rows)
+            del enc
+        return self._finish_sample(schema, frames, links, start)
+
+    def sample_to(self, directory: str | Path, scale: float = 1.0, *, random_state: int | None = None,
+                  chunk_rows: int = ARROW_CHUNK_ROWS, check: bool = True) -> StreamedSample:
+        """Sample a synthetic database straight to Parquet files, one chunk of rows at a time.
+
+        The files hold exactly the database :meth:`sample` returns with the same arguments
+        (the same rows, values and keys, whatever ``chunk_rows``), but no table is ever decoded
+        whole: memory holds the integer codes of every table (their smallest unsigned type),
+        the parent row of every child row, and one decoded chunk (``relviz.stream``;
+        ``benchmarks/scale.py`` measures the difference). Reads no private data.
+
+        Args:
+            directory: Folder for ``<table>.parquet`` (created; files of the same names replaced).
+            scale, random_state: As for :meth:`sample`.
+            chunk_rows: Rows decoded and written at a time (one Parquet row group each).
+            check: Count null and duplicate primary keys and orphan foreign keys in the written
+                files with DuckDB, out of core (:func:`relviz.stream.check_files`).
+
+        Returns:
+            A :class:`~relviz.stream.StreamedSample`: the path and row count of every table and
+            the sampling notes (also in ``sample_report_``).
+
+        Raises:
+            NotFittedError: before :meth:`fit`.
+            ValueError: ``chunk_rows < 1`` or ``scale ≤ 0``.
+            DataError: the written database fails a key check (a bug in relviz, not a user error).
+        """
+        from relviz.database import _write_parquet
+        from relviz.stream import KeyValues, StreamedSample, check_files, decode_rows, write_table
+
+        if int(chunk_rows) != chunk_rows or chunk_rows < 1:
+            raise ValueError(f"chunk_rows must be a positive integer, not {chunk_rows!r}")
+        codes, rngs, links, start = self._sample_codes(scale, random_state)
+        schema = self.schema_
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        n_rows = {n: enc.n_rows for n, enc in codes.items() if n not in self.public_}
+        keys = KeyValues(schema, self.public_, links, n_rows)
+        paths: dict[str, Path] = {}
+        written: dict[str, int] = {}
+        for name in schema.table_names:
+            path = paths[name] = out / f"{name}.parquet"
+            columns = list(schema.columns(name))
+            if name in self.public_:
+                _write_parquet(self.public_[name], columns, path)
+                written[name] = len(self.public_[name])
+                continue
+            rep = self._reporter("sample", name, start)
+            t, enc, n = schema.table(name), codes[name], n_rows[name]
+            state = rngs[name].bit_generator.state
+            key_cols = [c for c in columns if c not in enc.attributes]
+            keep = self._kept_rows(schema, name, keys, n)
+
+            def chunk(a: int, b: int, t=t, enc=enc, state=state, key_cols=key_cols, keep=keep,  # noqa: ANN001
+                      name=name, rep=rep, n=n) -> pd.DataFrame:
+                df = decode_rows(t, enc, state, a, b)
+                rows = np.arange(a, b, dtype=np.int64)
+                for c in key_cols:
+                    df[c] = keys.values(name, c, rows)
+                rep(b / max(n, 1), f"writing {name}: {b:,} of {n:,} rows")
+                return df if keep is None else df[keep[a:b]].reset_index(drop=True)
+
+            probe = self._probe(schema, name, keys, n)
+            written[name] = write_table(path, columns, n, chunk, probe, int(chunk_rows))
+            codes.pop(name)
+        if check:
+            problems = check_files(schema, paths)
+            if problems:  # a bug, not a user error: synthetic output must always be valid
+                raise DataError(problems, headline="internal error: the synthetic database is invalid")
+        self._reporter("sample", "", start)(1.0, "sampled")
+        return StreamedSample(paths, written, list(self.sample_report_))
+
+    def _kept_rows(self, schema, name: str, keys, n: int) -> np.ndarray | None:  # noqa: ANN001
+        """Rows of a table whose primary key is made of FK columns that do not repeat an earlier
+        row's key (``None``: all), noted in ``sample_report_`` as :meth:`sample` does."""
+        t = schema.table(name)
+        fk_cols = {c for fk in schema.fks_from(name) for c in fk.columns}
+        if not t.primary_key or not set(t.primary_key) <= fk_cols:
+            return None
+        rows = np.arange(n, dtype=np.int64)
+        dup = pd.DataFrame({c: keys.values(name, c, rows) for c in t.primary_key}).duplicated()
+        if not dup.any():
+            return None
+        self.sample_report_.append(
+            f"{name}: dropped {int(dup.sum()):,} rows whose key {t.primary_key} repeated "
+            "an earlier row (independent links drew the same pair twice)")
+        return ~dup.to_numpy()
+
+    @staticmethod
+    def _probe(schema, name: str, keys, n: int) -> pd.DataFrame:  # noqa: ANN001
+        """A few rows with a non-null value in every column that has one: each attribute
+        decoded from its first (up to 64) non-null codes, each key column at row 0 and at the
+        first row each FK links (the Arrow types of a streamed table, whatever its first chunk
+        holds)."""
+        from relviz.encoding import decode_column
+
+        t = schema.table(name)
+        cols: dict[str, pd.Series] = {}
+        for a in t.attributes:
+            valid = np.arange(min(a.size, 64))
+            cols[a.name] = decode_column(a, valid, np.random.default_rng(0)).dropna().reset_index(drop=True)
+        rows = [0]
+        for fk in schema.fks_from(name):
+            li = keys.links.get(fk.name)
+            if li is not None:
+                hit = np.flatnonzero(np.asarray(li) >= 0)[:1]
+                rows += hit.tolist()
+        rows_arr = np.array(sorted(set(rows)) if n else [], dtype=np.int64)
+        for c in schema.columns(name):
+            if c not in cols:
+                cols[c] = keys.values(name, c, rows_arr).dropna().reset_index(drop=True) if n \
+                    else pd.Series([], dtype=object)
+        width = max([len(s) for s in cols.values()] + [1])  # shorter columns repeat their values
+        return pd.DataFrame({c: s.iloc[np.arange(width) % len(s)].reset_index(drop=True) if len(s)
+                             else pd.Series([None] * width, dtype=object) for c, s in cols.items()})
+
+    def _sample_codes(self, scale: float, random_state: int | None):  # noqa: ANN202
+        """The sampling stage that works on codes: every private table drawn and every private
+        FK linked. Returns ``(codes, decode generators, links, start time)``; ``codes`` also
+        holds the public tables' codes, ``links`` maps each private FK to the parent row of every
+        child row (``-1`` for null)."""
         if not getattr(self, "fitted_", False):
             raise NotFittedError("this RelationalSynthesizer is not fitted yet: call fit() before sample()")
         if not scale > 0:
@@ -435,7 +569,6 @@ class RelationalSynthesizer:
         start = time.perf_counter()
         seed = self.seed_ if random_state is None else random_state
         schema = self.schema_
-        frames: dict[str, pd.DataFrame] = dict(self.public_)
         codes: dict[str, EncodedTable] = dict(self.public_codes_)
         rngs: dict[str, np.random.Generator] = {}
         self.sample_report_: list[str] = []
@@ -481,11 +614,9 @@ class RelationalSynthesizer:
                                                        _component_rng(seed, "link", fk.name), rep)
             rep(1.0, "linked")
         full.clear()
-        for name in [n for n in codes if n not in self.public_]:
-            enc = codes.pop(name)  # decoded: the codes are not needed any more (memory at scale)
-            frames[name] = _with_keys(schema, name, decode_table(schema.table(name), enc, rngs[name]),
-                                      enc.n_rows)
-            del enc
+        return codes, rngs, links, start
+
+    def _finish_sample(self, schema, frames, links, start):  # noqa: ANN001, ANN202
         for fk in schema.private_foreign_keys:
             frames[fk.child] = _set_fk(frames[fk.child], fk, links[fk.name], frames[fk.parent])
         for name in schema.topological_order():
