@@ -52,6 +52,16 @@ def test_decode_rows_gives_decode_tables_values_chunk_by_chunk(chunk: int) -> No
         decode_rows(t, enc, np.random.Generator(np.random.MT19937(0)).bit_generator.state, 0, 1)
 
 
+def _tailnum_db(public_planes: bool = False) -> Database:
+    """Planes and flights with formatted keys (``N…``, ``F-…``) and a nullable self-reference."""
+    frames = messy_csv()
+    planes = frames["planes"][["tailnum", "seats"]]
+    flights = frames["flights"][["flight_id", "tailnum", "dep_delay"]].assign(
+        flight_id=lambda d: "F-" + d["flight_id"].astype(str),
+        previous=lambda d: d["flight_id"].shift(1))
+    return Database(tailnum_schema(public_planes=public_planes), {"planes": planes, "flights": flights})
+
+
 def _same_files(synth: RelationalSynthesizer, tmp_path, chunk: int, **kw) -> dict[str, int]:  # noqa: ANN001
     mem = synth.sample(**kw)
     mem.to_parquet(tmp_path / "mem")
@@ -67,12 +77,7 @@ def _same_files(synth: RelationalSynthesizer, tmp_path, chunk: int, **kw) -> dic
 @pytest.mark.parametrize("public_planes", [False, True])
 def test_sample_to_writes_samples_database_with_formatted_and_self_referencing_keys(
         tmp_path, public_planes: bool) -> None:  # noqa: ANN001
-    frames = messy_csv()
-    planes = frames["planes"][["tailnum", "seats"]]
-    flights = frames["flights"][["flight_id", "tailnum", "dep_delay"]].assign(
-        flight_id=lambda d: "F-" + d["flight_id"].astype(str),
-        previous=lambda d: d["flight_id"].shift(1))  # a nullable self-reference
-    real = Database(tailnum_schema(public_planes=public_planes), {"planes": planes, "flights": flights})
+    real = _tailnum_db(public_planes)
     synth = RelationalSynthesizer(Plan.default(real.schema, 2.0, 1e-6, mechanism="independent"),
                                   random_state=0).fit(real)
     for chunk in (1, 13, 10**6):
@@ -170,12 +175,7 @@ def test_parquet_to_sqlite_writes_what_to_sqlite_writes(tmp_path) -> None:  # no
 
     from relviz.stream import parquet_to_sqlite
 
-    frames = messy_csv()
-    planes = frames["planes"][["tailnum", "seats"]]
-    flights = frames["flights"][["flight_id", "tailnum", "dep_delay"]].assign(
-        flight_id=lambda d: "F-" + d["flight_id"].astype(str),
-        previous=lambda d: d["flight_id"].shift(1))
-    real = Database(tailnum_schema(), {"planes": planes, "flights": flights})
+    real = _tailnum_db()
     synth = RelationalSynthesizer(Plan.default(real.schema, 2.0, 1e-6, mechanism="independent"),
                                   random_state=0).fit(real)
     mem = synth.sample()
