@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python benchmarks/scale.py [--sf 0.1 1] [--backends pandas duckdb] [--epsilon 1]
-                               [--revisions] [--report] [--timeout 3600] [--out DIR]
+                               [--revisions] [--report | --stream] [--timeout 3600] [--out DIR]
 
 Issue 15, item 6. For every scale factor × measurement backend (``relviz.privacy.backends``:
 ``pandas``, ``duckdb``, ``spark``) one child process (so that each peak is its own) runs
@@ -104,6 +104,26 @@ not comparable with stop 27's: with this load on the machine, the same sf 1 samp
 on stop 27's code and 54.6 s on this one (fit 22.1 → 16.3 s; pandas backend, run back to back
 on the same core), so the sample stage is faster, not slower. Sampling is 72 % of sf 10's time,
 most of it inside mbi's ``synthetic_data`` (``np.unique`` over rows).
+
+Stop 33, streamed sampling (``--stream``: ``RelationalSynthesizer.sample_to`` decodes, keys and
+writes each table to Parquet one chunk of 10⁶ rows at a time and DuckDB checks the keys in the
+files; the same files as ``sample()`` + ``to_parquet``; the sample stage then includes the write).
+ε = 1, warm JAX cache, one core; the sf 1 and sf 3 pairs ran back to back with a PrivPetal
+benchmark on the other core, sf 10 beside a ``make test`` (its load took 187 s against 59 s at
+stop 28, so its seconds are not comparable); peak MB of the stage:
+
+| sf | backend | line items | | sample + write s | sample-stage peak MB | whole-run peak MB |
+|---|---|---|---|---|---|---|
+| 1 | pandas | 6,001,215 | ``sample()`` + ``to_parquet`` | 58.5 + 2.7 | 2,299 | 2,299 |
+| 1 | pandas | 6,001,215 | ``sample_to`` | 59.0 | **1,645** | 2,116 (the fit) |
+| 3 | pandas | 17,996,609 | ``sample()`` + ``to_parquet`` | 160.4 + 6.0 | 4,563 | 4,563 |
+| 3 | pandas | 17,996,609 | ``sample_to`` | 149.7 | **2,477** | 4,334 (the fit) |
+| 10 | duckdb | 59,986,052 | ``sample()`` + ``to_parquet`` (stop 28) | 481.6 + 29.1 | 12,823 | 12,823 |
+| 10 | duckdb | 59,986,052 | ``sample_to`` | 659.8 (machine shared) | **5,900** | 12,653 (the fit) |
+
+Sampling no longer sets the peak: what remains is the fit's, with the real tables in pandas
+frames (``Database``); counting them out of core, from a ``.duckdb`` or Parquet source that is
+never loaded into pandas, is not done.
 """
 
 from __future__ import annotations
