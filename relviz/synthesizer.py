@@ -452,7 +452,9 @@ class RelationalSynthesizer:
         ``benchmarks/scale.py`` measures the difference). Reads no private data.
 
         Args:
-            directory: Folder for ``<table>.parquet`` (created; files of the same names replaced).
+            directory: Folder for ``<table>.parquet`` (created; files of the same names replaced
+                once every table is written and checked; a cancelled or failed call leaves
+                none of its files behind).
             scale, random_state: As for :meth:`sample`.
             chunk_rows: Rows decoded and written at a time (one Parquet row group each).
             check: Count null and duplicate primary keys and orphan foreign keys in the written
@@ -478,37 +480,44 @@ class RelationalSynthesizer:
         out.mkdir(parents=True, exist_ok=True)
         n_rows = {n: enc.n_rows for n, enc in codes.items() if n not in self.public_}
         keys = KeyValues(schema, self.public_, links, n_rows)
-        paths: dict[str, Path] = {}
+        paths: dict[str, Path] = {}  # written as <table>.parquet.partial, renamed at the end
         written: dict[str, int] = {}
-        for name in schema.table_names:
-            path = paths[name] = out / f"{name}.parquet"
-            columns = list(schema.columns(name))
-            if name in self.public_:
-                _write_parquet(self.public_[name], columns, path)
-                written[name] = len(self.public_[name])
-                continue
-            rep = self._reporter("sample", name, start)
-            t, enc, n = schema.table(name), codes[name], n_rows[name]
-            state = rngs[name].bit_generator.state
-            key_cols = [c for c in columns if c not in enc.attributes]
-            keep = self._kept_rows(schema, name, keys, n)
+        try:
+            for name in schema.table_names:
+                path = paths[name] = out / f"{name}.parquet.partial"
+                columns = list(schema.columns(name))
+                if name in self.public_:
+                    _write_parquet(self.public_[name], columns, path)
+                    written[name] = len(self.public_[name])
+                    continue
+                rep = self._reporter("sample", name, start)
+                t, enc, n = schema.table(name), codes[name], n_rows[name]
+                state = rngs[name].bit_generator.state
+                key_cols = [c for c in columns if c not in enc.attributes]
+                keep = self._kept_rows(schema, name, keys, n)
 
-            def chunk(a: int, b: int, t=t, enc=enc, state=state, key_cols=key_cols, keep=keep,  # noqa: ANN001
-                      name=name, rep=rep, n=n) -> pd.DataFrame:
-                df = decode_rows(t, enc, state, a, b)
-                rows = np.arange(a, b, dtype=np.int64)
-                for c in key_cols:
-                    df[c] = keys.values(name, c, rows)
-                rep(b / max(n, 1), f"writing {name}: {b:,} of {n:,} rows")
-                return df if keep is None else df[keep[a:b]].reset_index(drop=True)
+                def chunk(a: int, b: int, t=t, enc=enc, state=state, key_cols=key_cols, keep=keep,  # noqa: ANN001
+                          name=name, rep=rep, n=n) -> pd.DataFrame:
+                    df = decode_rows(t, enc, state, a, b)
+                    rows = np.arange(a, b, dtype=np.int64)
+                    for c in key_cols:
+                        df[c] = keys.values(name, c, rows)
+                    rep(b / max(n, 1), f"writing {name}: {b:,} of {n:,} rows")
+                    return df if keep is None else df[keep[a:b]].reset_index(drop=True)
 
-            probe = self._probe(schema, name, keys, n)
-            written[name] = write_table(path, columns, n, chunk, probe, int(chunk_rows))
-            codes.pop(name)
-        if check:
-            problems = check_files(schema, paths)
-            if problems:  # a bug, not a user error: synthetic output must always be valid
-                raise DataError(problems, headline="internal error: the synthetic database is invalid")
+                probe = self._probe(schema, name, keys, n)
+                written[name] = write_table(path, columns, n, chunk, probe, int(chunk_rows))
+                codes.pop(name)
+            if check:
+                problems = check_files(schema, paths)
+                if problems:  # a bug, not a user error: synthetic output must always be valid
+                    raise DataError(problems, headline="internal error: the synthetic database is invalid")
+        except BaseException:  # cancelled or failed: no partial table is left behind
+            for p in paths.values():
+                p.unlink(missing_ok=True)
+            raise
+        for name, p in list(paths.items()):
+            paths[name] = p.replace(out / f"{name}.parquet")
         self._reporter("sample", "", start)(1.0, "sampled")
         return StreamedSample(paths, written, list(self.sample_report_))
 

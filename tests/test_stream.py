@@ -276,3 +276,26 @@ def test_sample_to_streams_an_mn_relation(tmp_path) -> None:  # noqa: ANN001
         real.schema, "enrolment", "biadjacency")
     synth = RelationalSynthesizer(plan, random_state=0).fit(real)
     _same_files(synth, tmp_path, 41)
+
+
+def test_a_cancelled_sample_to_leaves_no_partial_file_and_the_synthesizer_usable(tmp_path) -> None:  # noqa: ANN001
+    from relviz.errors import CancelledError
+
+    real = _tailnum_db()
+    calls = []
+
+    def progress(event) -> None:  # noqa: ANN001
+        if not calls and event.stage == "sample" and "writing flights" in event.message:
+            calls.append(event)  # cancel once, mid-way through the second table
+            synth.cancel()
+
+    synth = RelationalSynthesizer(Plan.default(real.schema, 2.0, 1e-6, mechanism="independent"),
+                                  random_state=0, progress=progress).fit(real)
+    (tmp_path / "planes.parquet").write_text("an older file")
+    with pytest.raises(CancelledError):
+        synth.sample_to(tmp_path, chunk_rows=5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["planes.parquet"]  # the old one, untouched
+    assert (tmp_path / "planes.parquet").read_text() == "an older file"
+    assert calls  # the cancel happened while flights was being written
+    out = synth.sample_to(tmp_path)  # the token is reset: the next call runs
+    assert set(out.paths) == {"planes", "flights"} and len(pd.read_parquet(out.paths["planes"])) > 0
