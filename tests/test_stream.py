@@ -62,6 +62,27 @@ def _tailnum_db(public_planes: bool = False) -> Database:
     return Database(tailnum_schema(public_planes=public_planes), {"planes": planes, "flights": flights})
 
 
+def test_sample_to_keeps_nulls_of_a_foreign_key_into_a_formatted_key(tmp_path) -> None:  # noqa: ANN001
+    """A nullable FK into ``planes.tailnum`` (formatted ``N…``): the in-memory path formats after
+    masking the nulls, the streamed one masks after formatting; the same files."""
+    from relviz.keys import KeyFormat
+
+    base = _tailnum_db()
+    planes_t = base.schema.table("planes")
+    flights_t = Table("flights", ("flight_id",), (Attribute.numeric("dep_delay", -60, 70, bins=10),),
+                      key_format=(KeyFormat("flight_id", prefix="F-"),))
+    fk = ForeignKey("flights", ("tailnum",), "planes", nullable=True)
+    schema = Schema((planes_t, flights_t), (fk,), PrivacyUnit(None, {fk.name: 20}))
+    flights = base["flights"][["flight_id", "tailnum", "dep_delay"]].copy()
+    flights.loc[np.random.default_rng(1).random(len(flights)) < 0.4, "tailnum"] = None
+    real = Database(schema, {"planes": base["planes"], "flights": flights})
+    synth = RelationalSynthesizer(Plan.default(real.schema, 4.0, 1e-6, mechanism="independent"),
+                                  random_state=0).fit(real)
+    _same_files(synth, tmp_path, 29)
+    tail = pd.read_parquet(tmp_path / "stream" / "flights.parquet")["tailnum"]
+    assert 0 < tail.isna().mean() < 1 and tail.dropna().str.fullmatch(r"N\d{5}").all()
+
+
 def _same_files(synth: RelationalSynthesizer, tmp_path, chunk: int, **kw) -> dict[str, int]:  # noqa: ANN001
     mem = synth.sample(**kw)
     mem.to_parquet(tmp_path / "mem")
