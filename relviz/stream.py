@@ -41,7 +41,8 @@ from relviz.encoding import EncodedTable, decode_column
 from relviz.errors import Problem
 from relviz.keys import key_roots
 
-__all__ = ["decode_rows", "KeyValues", "StreamedSample", "check_files", "parquet_to_duckdb", "parquet_to_sqlite", "write_table"]
+__all__ = ["decode_rows", "KeyValues", "StreamedSample", "check_files", "keyed_by_foreign_keys",
+           "parquet_to_duckdb", "parquet_to_sqlite", "repeats_note", "write_table"]
 
 
 class _NoDraws:
@@ -183,33 +184,88 @@ def _arrow_schema(columns: list[str], probe: pd.DataFrame) -> Any:
     return pa.schema(fields)
 
 
-def write_table(path: Path, columns: list[str], n_rows: int, chunk: Callable[[int, int], pd.DataFrame],
-                probe: pd.DataFrame, chunk_rows: int) -> int:
-    """Write a table to one Parquet file, one row group per chunk of ``chunk_rows`` rows.
+def keyed_by_foreign_keys(schema: Any, name: str) -> bool:
+    """Whether ``name``'s primary key is made of foreign-key columns (a link table): its
+    independently linked rows may repeat a key, and sampling drops the repeats."""
+    t = schema.table(name)
+    fk_cols = {c for fk in schema.fks_from(name) for c in fk.columns}
+    return bool(t.primary_key) and set(t.primary_key) <= fk_cols
+
+
+def repeats_note(name: str, primary_key: tuple[str, ...], count: int) -> str:
+    """The sampling note for ``count`` rows dropped because their key repeated."""
+    return (f"{name}: dropped {count:,} rows whose key {primary_key} repeated "
+            "an earlier row (independent links drew the same pair twice)")
+
+
+def _probe(schema: Any, name: str, keys: KeyValues, n: int) -> pd.DataFrame:
+    """A few rows with a non-null value in every column that has one: each attribute decoded
+    from its first (up to 64) non-null codes, each key column at row 0 and at the first row each
+    FK links (the Arrow types of a streamed table, whatever its first chunk holds)."""
+    cols: dict[str, pd.Series] = {}
+    for a in schema.table(name).attributes:
+        valid = np.arange(min(a.size, 64))
+        cols[a.name] = decode_column(a, valid, np.random.default_rng(0)).dropna().reset_index(drop=True)
+    rows = {0}
+    for fk in schema.fks_from(name):
+        if fk.name in keys.links:
+            rows.update(np.flatnonzero(np.asarray(keys.links[fk.name]) >= 0)[:1].tolist())
+    at = np.array(sorted(rows) if n else [], dtype=np.int64)
+    for c in schema.columns(name):
+        if c not in cols:
+            cols[c] = keys.values(name, c, at).dropna().reset_index(drop=True)
+    width = max([len(v) for v in cols.values()] + [1])  # shorter columns repeat their values
+    return pd.DataFrame({c: v.iloc[np.arange(width) % len(v)].reset_index(drop=True) if len(v)
+                         else pd.Series([None] * width, dtype=object) for c, v in cols.items()})
+
+
+def write_table(path: Path, schema: Any, name: str, enc: EncodedTable, state: Mapping[str, Any],
+                keys: KeyValues, chunk_rows: int, progress: Callable[[float, str], None]
+                ) -> tuple[int, int]:
+    """Write a sampled private table to one Parquet file, one row group per chunk of
+    ``chunk_rows`` rows: attributes decoded by :func:`decode_rows`, key columns from ``keys``,
+    and, for a table keyed by its FKs, the rows repeating an earlier key dropped.
 
     Args:
         path: The file (replaced).
-        columns: Column order.
-        n_rows: Rows before any drop.
-        chunk: ``chunk(start, stop)`` → the frame of those rows (after drops; any length).
-        probe: A frame with a non-null value of each column that has one (sets the Arrow types).
+        schema: The synthetic database's schema.
+        name: The table.
+        enc: Its sampled codes.
+        state: Its decode generator's state before any decode draw (see :func:`decode_rows`).
+        keys: The key values of every table.
         chunk_rows: Rows per chunk (≥ 1).
+        progress: ``progress(fraction, message)`` after each chunk.
 
     Returns:
-        Rows written.
+        ``(rows written, rows dropped as repeats)``.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = _arrow_schema(columns, probe)
+    t, n = schema.table(name), enc.n_rows
+    columns = list(schema.columns(name))
+    key_cols = [c for c in columns if c not in enc.attributes]
+    keep = None
+    if keyed_by_foreign_keys(schema, name):
+        every = np.arange(n, dtype=np.int64)
+        dup = pd.DataFrame({c: keys.values(name, c, every) for c in t.primary_key}).duplicated()
+        keep = ~dup.to_numpy() if dup.any() else None
+    arrow = _arrow_schema(columns, _probe(schema, name, keys, n))
     written = 0
-    with pq.ParquetWriter(path, schema) as writer:
-        for start in range(0, max(n_rows, 1), chunk_rows):
-            df = chunk(start, min(start + chunk_rows, n_rows))[columns]
-            writer.write_table(pa.Table.from_pandas(df, schema=schema, preserve_index=False))
+    with pq.ParquetWriter(path, arrow) as writer:
+        for a in range(0, max(n, 1), chunk_rows):
+            b = min(a + chunk_rows, n)
+            df = decode_rows(t, enc, state, a, b)
+            rows = np.arange(a, b, dtype=np.int64)
+            for c in key_cols:
+                df[c] = keys.values(name, c, rows)
+            if keep is not None:
+                df = df[keep[a:b]].reset_index(drop=True)
+            writer.write_table(pa.Table.from_pandas(df[columns], schema=arrow, preserve_index=False))
             written += len(df)
             del df
-    return written
+            progress(b / max(n, 1), f"writing {name}: {b:,} of {n:,} rows")
+    return written, 0 if keep is None else int((~keep).sum())
 
 
 def check_files(schema: Any, paths: Mapping[str, Path]) -> list[Problem]:

@@ -44,6 +44,7 @@ from relviz.relational import get as get_linker
 from relviz.relational import get_database, get_relation
 from relviz.relational.keyed import with_key_attributes
 from relviz.single import get as get_mechanism
+from relviz.stream import keyed_by_foreign_keys, repeats_note
 
 if TYPE_CHECKING:
     from relviz.stream import StreamedSample
@@ -470,7 +471,7 @@ class RelationalSynthesizer:
             DataError: the written database fails a key check (a bug in relviz, not a user error).
         """
         from relviz.database import _write_parquet
-        from relviz.stream import KeyValues, StreamedSample, check_files, decode_rows, write_table
+        from relviz.stream import KeyValues, StreamedSample, check_files, repeats_note, write_table
 
         if int(chunk_rows) != chunk_rows or chunk_rows < 1:
             raise ValueError(f"chunk_rows must be a positive integer, not {chunk_rows!r}")
@@ -478,36 +479,22 @@ class RelationalSynthesizer:
         schema = self.schema_
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        n_rows = {n: enc.n_rows for n, enc in codes.items() if n not in self.public_}
-        keys = KeyValues(schema, self.public_, links, n_rows)
+        keys = KeyValues(schema, self.public_, links,
+                         {n: enc.n_rows for n, enc in codes.items() if n not in self.public_})
         paths: dict[str, Path] = {}  # written as <table>.parquet.partial, renamed at the end
         written: dict[str, int] = {}
         try:
             for name in schema.table_names:
                 path = paths[name] = out / f"{name}.parquet.partial"
-                columns = list(schema.columns(name))
                 if name in self.public_:
-                    _write_parquet(self.public_[name], columns, path)
+                    _write_parquet(self.public_[name], list(schema.columns(name)), path)
                     written[name] = len(self.public_[name])
                     continue
-                rep = self._reporter("sample", name, start)
-                t, enc, n = schema.table(name), codes[name], n_rows[name]
-                state = rngs[name].bit_generator.state
-                key_cols = [c for c in columns if c not in enc.attributes]
-                keep = self._kept_rows(schema, name, keys, n)
-
-                def chunk(a: int, b: int, t=t, enc=enc, state=state, key_cols=key_cols, keep=keep,  # noqa: ANN001
-                          name=name, rep=rep, n=n) -> pd.DataFrame:
-                    df = decode_rows(t, enc, state, a, b)
-                    rows = np.arange(a, b, dtype=np.int64)
-                    for c in key_cols:
-                        df[c] = keys.values(name, c, rows)
-                    rep(b / max(n, 1), f"writing {name}: {b:,} of {n:,} rows")
-                    return df if keep is None else df[keep[a:b]].reset_index(drop=True)
-
-                probe = self._probe(schema, name, keys, n)
-                written[name] = write_table(path, columns, n, chunk, probe, int(chunk_rows))
-                codes.pop(name)
+                written[name], dropped = write_table(
+                    path, schema, name, codes.pop(name), rngs[name].bit_generator.state, keys,
+                    int(chunk_rows), self._reporter("sample", name, start))
+                if dropped:
+                    self.sample_report_.append(repeats_note(name, schema.table(name).primary_key, dropped))
             if check:
                 problems = check_files(schema, paths)
                 if problems:  # a bug, not a user error: synthetic output must always be valid
@@ -520,50 +507,6 @@ class RelationalSynthesizer:
             paths[name] = p.replace(out / f"{name}.parquet")
         self._reporter("sample", "", start)(1.0, "sampled")
         return StreamedSample(paths, written, list(self.sample_report_))
-
-    def _kept_rows(self, schema, name: str, keys, n: int) -> np.ndarray | None:  # noqa: ANN001
-        """Rows of a table whose primary key is made of FK columns that do not repeat an earlier
-        row's key (``None``: all), noted in ``sample_report_`` as :meth:`sample` does."""
-        t = schema.table(name)
-        fk_cols = {c for fk in schema.fks_from(name) for c in fk.columns}
-        if not t.primary_key or not set(t.primary_key) <= fk_cols:
-            return None
-        rows = np.arange(n, dtype=np.int64)
-        dup = pd.DataFrame({c: keys.values(name, c, rows) for c in t.primary_key}).duplicated()
-        if not dup.any():
-            return None
-        self.sample_report_.append(
-            f"{name}: dropped {int(dup.sum()):,} rows whose key {t.primary_key} repeated "
-            "an earlier row (independent links drew the same pair twice)")
-        return ~dup.to_numpy()
-
-    @staticmethod
-    def _probe(schema, name: str, keys, n: int) -> pd.DataFrame:  # noqa: ANN001
-        """A few rows with a non-null value in every column that has one: each attribute
-        decoded from its first (up to 64) non-null codes, each key column at row 0 and at the
-        first row each FK links (the Arrow types of a streamed table, whatever its first chunk
-        holds)."""
-        from relviz.encoding import decode_column
-
-        t = schema.table(name)
-        cols: dict[str, pd.Series] = {}
-        for a in t.attributes:
-            valid = np.arange(min(a.size, 64))
-            cols[a.name] = decode_column(a, valid, np.random.default_rng(0)).dropna().reset_index(drop=True)
-        rows = [0]
-        for fk in schema.fks_from(name):
-            li = keys.links.get(fk.name)
-            if li is not None:
-                hit = np.flatnonzero(np.asarray(li) >= 0)[:1]
-                rows += hit.tolist()
-        rows_arr = np.array(sorted(set(rows)) if n else [], dtype=np.int64)
-        for c in schema.columns(name):
-            if c not in cols:
-                cols[c] = keys.values(name, c, rows_arr).dropna().reset_index(drop=True) if n \
-                    else pd.Series([], dtype=object)
-        width = max([len(s) for s in cols.values()] + [1])  # shorter columns repeat their values
-        return pd.DataFrame({c: s.iloc[np.arange(width) % len(s)].reset_index(drop=True) if len(s)
-                             else pd.Series([None] * width, dtype=object) for c, s in cols.items()})
 
     def _sample_codes(self, scale: float, random_state: int | None):  # noqa: ANN202
         """The sampling stage that works on codes: every private table drawn and every private
@@ -630,16 +573,12 @@ class RelationalSynthesizer:
             frames[fk.child] = _set_fk(frames[fk.child], fk, links[fk.name], frames[fk.parent])
         for name in schema.topological_order():
             t = schema.table(name)
-            if t.public or not t.primary_key:
+            if t.public or not keyed_by_foreign_keys(schema, name):
                 continue
-            fk_cols = {c for fk in schema.fks_from(name) for c in fk.columns}
-            if set(t.primary_key) <= fk_cols:
-                dup = frames[name].duplicated(list(t.primary_key))
-                if dup.any():
-                    self.sample_report_.append(
-                        f"{name}: dropped {int(dup.sum()):,} rows whose key {t.primary_key} repeated "
-                        "an earlier row (independent links drew the same pair twice)")
-                    frames[name] = frames[name][~dup.to_numpy()].reset_index(drop=True)
+            dup = frames[name].duplicated(list(t.primary_key))
+            if dup.any():
+                self.sample_report_.append(repeats_note(name, t.primary_key, int(dup.sum())))
+                frames[name] = frames[name][~dup.to_numpy()].reset_index(drop=True)
         frames = format_synthetic_keys(schema, frames)  # the schema's public key formats, last
         ordered = {n: frames[n][list(schema.columns(n))] for n in schema.table_names}
         db = Database._adopt(schema, ordered)  # frames built here: no defensive copy
