@@ -85,7 +85,17 @@ def _load_data(args: argparse.Namespace):  # noqa: ANN202 - Database
                          "Get a starting point with `relviz schema --data PATH > schema.json`, review "
                          "it, or pass --allow-inferred-schema to use domains read from the data "
                          "(not differentially private).")
-    if path.is_dir() and any(path.glob("*.parquet")) and not any(path.glob("*.csv")):
+    parquet_dir = path.is_dir() and any(path.glob("*.parquet")) and not any(path.glob("*.csv"))
+    if (args.command == "synth" and getattr(args, "no_report", False) and schema is not None
+            and (parquet_dir or path.suffix.lower() == ".duckdb")):
+        # no report reads the real values: read the source out of core (relviz.source), keeping
+        # only codes, parent rows and key hashes in memory
+        from relviz.source import EncodedDatabase
+
+        print(f"note: --no-report: {path} is read out of core (codes, parent rows and key hashes "
+              "in memory; relviz.source)", file=sys.stderr)
+        db = (EncodedDatabase.from_parquet_dir if parquet_dir else EncodedDatabase.from_duckdb)(path, schema)
+    elif parquet_dir:
         db = Database.from_parquet_dir(path, schema, validate=False)
     elif path.is_dir():
         db = Database.from_csv_dir(path, schema, validate=False)
@@ -523,7 +533,9 @@ def _parser() -> argparse.ArgumentParser:
     y.add_argument("--out", required=True, help="output folder")
     y.add_argument("--no-report", action="store_true",
                    help="skip curator/report.html; the synthetic tables are then streamed to "
-                        "Parquet in chunks and never held whole (RelationalSynthesizer.sample_to)")
+                        "Parquet in chunks and never held whole (RelationalSynthesizer.sample_to), "
+                        "and a .duckdb file or Parquet folder given with --schema is read out of "
+                        "core (relviz.source.EncodedDatabase)")
     y.add_argument("--quiet", action="store_true", help="no progress bar")
     y.add_argument("--allow-inferred-schema", action="store_true",
                    help="accept domains (or FK nullability) read from the data, with or without "

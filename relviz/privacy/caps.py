@@ -115,7 +115,7 @@ def dp_degree_cap(db: Database, fk: str, *, quantile: float = 0.95, rho: Fractio
     sens = quantile_sensitivity(schema, fk, quantile, hi)
     parent = schema.table(schema.foreign_key(fk).parent)
     if parent.public:  # public facts only: the parent's row count bounds the utility's spread
-        n_par = len(db.tables[parent.name])
+        n_par = int(db.row_counts()[parent.name])
         eps_em = em_epsilon(rho)
         ratio = eps_em * quantile * n_par / (2 * sens)  # log of the largest odds ratio
         if ratio < math.log(hi - lo + 1):

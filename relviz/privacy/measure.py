@@ -300,9 +300,15 @@ def keyed_row_hash(df: pd.DataFrame, columns: Sequence[str], salt: int) -> np.nd
         ``(len(df),)`` uint64.
     """
     cols = list(columns) or list(df.columns)
-    h = pd.util.hash_pandas_object(df[cols], index=False).to_numpy().astype(np.uint64)
+    return salted(pd.util.hash_pandas_object(df[cols], index=False).to_numpy().astype(np.uint64), salt)
+
+
+def salted(row_hash: np.ndarray, salt: int) -> np.ndarray:
+    """The keyed hash of :func:`keyed_row_hash` from the rows' unsalted ``hash_pandas_object``
+    values ``row_hash`` (``(n,)`` uint64): the public ``salt`` mixed in by splitmix64, twice."""
     with np.errstate(over="ignore"):
-        return splitmix64(splitmix64(h ^ np.uint64(int(salt) & 0xFFFFFFFFFFFFFFFF)))
+        return splitmix64(splitmix64(np.asarray(row_hash, dtype=np.uint64)
+                                     ^ np.uint64(int(salt) & 0xFFFFFFFFFFFFFFFF)))
 
 
 def enforce_caps(db: Database, *, salt: int = 0x5EED) -> tuple[Database, CapReport]:
@@ -314,12 +320,16 @@ def enforce_caps(db: Database, *, salt: int = 0x5EED) -> tuple[Database, CapRepo
     whose parent is the entity instead loses the parents over the cap with their dependants.
 
     Args:
-        db: The private database (unchanged).
+        db: The private database (unchanged); an out-of-core
+            :class:`~relviz.source.EncodedDatabase` is truncated on its codes, with the same rows
+            kept.
         salt: Public key of the hash.
 
     Returns:
         ``(truncated database, report)``.
     """
+    if hasattr(db, "enforce_caps"):  # relviz.source.EncodedDatabase
+        return db.enforce_caps(salt=salt)
     from relviz.privacy.ranking import rank_within_groups
     from relviz.privacy.sensitivity import truncation_stable
 
@@ -366,7 +376,9 @@ class Curator:
     """Holds a (cap-enforced) private database and hands out logged handles.
 
     Args:
-        db: The database to protect (after :func:`~relviz.privacy.sensitivity.enforce_caps`).
+        db: The database to protect (after :func:`~relviz.privacy.sensitivity.enforce_caps`): a
+            :class:`~relviz.database.Database` or an out-of-core
+            :class:`~relviz.source.EncodedDatabase` (its codes, parent rows and key hashes).
         backend: Where the group-by counts run: ``"pandas"`` (default, numpy in memory),
             ``"duckdb"``, ``"spark"`` or a :class:`~relviz.privacy.backends.CountBackend`
             (``relviz.privacy.backends``; every backend gives the same counts).
@@ -395,6 +407,8 @@ class Curator:
         self._parent_index.clear()
 
     def _enc(self, name: str) -> EncodedTable:
+        if name not in self._encoded and hasattr(self._db, "encoded"):  # EncodedDatabase
+            self._encoded[name] = self._db.encoded(name)
         if name not in self._encoded:
             self._encoded[name] = encode_table(self._db.schema.table(name), self._db[name],
                                                checked=self._db.known_valid)
@@ -421,10 +435,13 @@ class Curator:
         """Keyed hash of each row's primary key, ``(n,)`` uint64 (all columns when the table has
         no key): a per-row seed that depends on the row's own key only (PrivLava §4.6 draws).
         Never released."""
-        t = self._db.schema.table(name)
-        df = self._db[name]
-        self.log.add(name, "keyed hash of the primary key (per-row seeds)", len(df))
-        return keyed_row_hash(df, list(t.primary_key), salt)
+        self.log.add(name, "keyed hash of the primary key (per-row seeds)", self._rows(name))
+        if hasattr(self._db, "row_keys"):  # EncodedDatabase: from the hashes read with the codes
+            return self._db.row_keys(name, salt)
+        return keyed_row_hash(self._db[name], list(self._db.schema.table(name).primary_key), salt)
+
+    def _rows(self, name: str) -> int:
+        return int(self._db.row_counts()[name])
 
     def link(self, fk1: ForeignKey | str, fk2: ForeignKey | str) -> PrivateLink:
         """The many-to-many relation through the link table of ``fk1`` and ``fk2``."""
@@ -436,5 +453,5 @@ class Curator:
 
     def foreign_key(self, fk: ForeignKey | str) -> PrivateForeignKey:
         fk = self._db.schema.foreign_key(fk) if isinstance(fk, str) else fk
-        return PrivateForeignKey(fk, self._pidx(fk), len(self._db[fk.parent]),
+        return PrivateForeignKey(fk, self._pidx(fk), self._rows(fk.parent),
                                  self._enc(fk.child), self._enc(fk.parent), self.log, self.backend)

@@ -66,6 +66,25 @@ def _description(fk: ForeignKey) -> str:
     return f"row of the public parent {fk.parent} (the FK {fk.name}, as a child attribute)"
 
 
+def key_attribute_problems(schema: Schema, fks: list[ForeignKey], n_rows: dict[str, int],
+                           max_parents: dict[str, int] | None) -> list[Problem]:
+    """Why :func:`with_key_attributes` cannot model ``fks`` (a private parent, or a public parent
+    with more rows than its ``max_parents``): one problem per FK, empty when it can."""
+    problems = []
+    for fk in fks:
+        n_p = n_rows[fk.parent]
+        if not schema.table(fk.parent).public:
+            problems.append(Problem("unsupported_linker", f"{fk.name}: fk-attribute needs a public "
+                                    "parent table", fk.child, ", ".join(fk.columns)))
+        elif max_parents and n_p > max_parents.get(fk.name, n_p):
+            problems.append(Problem(
+                "oversized_domain", f"{fk.name}: the public parent {fk.parent!r} has {n_p:,} rows, "
+                f"more than fk-attribute's max_parents = {max_parents[fk.name]:,} (a child "
+                "attribute with that many values leaves the child's mechanism nothing to measure "
+                "it with); use degree, or raise max_parents", fk.child, ", ".join(fk.columns)))
+    return problems
+
+
 def with_key_attributes(db, fks: list[ForeignKey], *, max_parents: dict[str, int] | None = None):  # noqa: ANN001, ANN201 - Database
     """``db`` with one categorical attribute per FK of ``fks`` appended to its child table: the
     row position ``0 … n_parent − 1`` of the child's parent (null for a null FK).
@@ -88,19 +107,10 @@ def with_key_attributes(db, fks: list[ForeignKey], *, max_parents: dict[str, int
     """
     from relviz.database import Database
 
+    if hasattr(db, "with_key_attributes"):  # relviz.source.EncodedDatabase: on its codes
+        return db.with_key_attributes(fks, max_parents=max_parents)
     schema = db.schema
-    problems = []
-    for fk in fks:
-        n_p = len(db[fk.parent])
-        if not schema.table(fk.parent).public:
-            problems.append(Problem("unsupported_linker", f"{fk.name}: fk-attribute needs a public "
-                                    "parent table", fk.child, ", ".join(fk.columns)))
-        elif max_parents and n_p > max_parents.get(fk.name, n_p):
-            problems.append(Problem(
-                "oversized_domain", f"{fk.name}: the public parent {fk.parent!r} has {n_p:,} rows, "
-                f"more than fk-attribute's max_parents = {max_parents[fk.name]:,} (a child "
-                "attribute with that many values leaves the child's mechanism nothing to measure "
-                "it with); use degree, or raise max_parents", fk.child, ", ".join(fk.columns)))
+    problems = key_attribute_problems(schema, fks, db.row_counts(), max_parents)
     if problems:
         raise PlanError(problems)
     frames = {n: db[n] for n in schema.table_names}
