@@ -178,11 +178,28 @@ class TimedBackend:
         return getattr(self.inner, name)
 
 
+def source_file(data_dir: Path, sf: float, revisions: bool) -> Path:
+    """The TPC-H database of ``--source duckdb`` as a DuckDB file (with its schema beside it as
+    ``.schema.json``), generated once in a child process and kept in ``data_dir``."""
+    path = data_dir / f"tpch-sf{sf:g}{'-rev' if revisions else ''}.duckdb"
+    if not path.exists():
+        code = ("import sys; from relviz.datasets import load; "
+                f"db = load('tpch', sf={sf!r}, revisions={revisions!r}); "
+                f"db.schema.to_json({str(path.with_suffix('.schema.json'))!r}); "
+                f"db.to_duckdb({str(path) + '.partial'!r})")
+        data_dir.mkdir(parents=True, exist_ok=True)
+        print(f"  generating {path} (not timed)", flush=True)
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+        Path(str(path) + ".partial").rename(path)
+    return path
+
+
 def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bool,
-            stream: bool = False) -> dict:
+            stream: bool = False, source: Path | None = None) -> dict:
     """One scale factor with one backend, in this process; returns the row. ``stream``: sample
     with ``RelationalSynthesizer.sample_to`` (chunks to Parquet) instead of ``sample()`` +
-    ``to_parquet``."""
+    ``to_parquet``. ``source``: a DuckDB file read out of core (``relviz.source``): the load
+    stage is its scan (checks, codes, parent rows), and the real tables are never frames."""
     from report_memory import PeakMeter
 
     import relviz.datasets as datasets
@@ -205,8 +222,16 @@ def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bo
               flush=True)
         return out
 
-    db = stage("load", lambda: load("tpch", sf=sf, revisions=revisions))
-    row.update({f"rows_{t}": len(db[t]) for t in ("orders", "lineitem")})
+    if source is not None:
+        from relviz.schema import Schema
+        from relviz.source import EncodedDatabase
+
+        schema = Schema.from_json(source.with_suffix(".schema.json"))
+        db = stage("load", lambda: EncodedDatabase.from_duckdb(source, schema).validate())
+        row["source"] = "duckdb"
+    else:
+        db = stage("load", lambda: load("tpch", sf=sf, revisions=revisions))
+    row.update({f"rows_{t}": db.row_counts()[t] for t in ("orders", "lineitem")})
     timed = TimedBackend(get_backend(backend))
     syn = RelationalSynthesizer(Plan.default(db.schema, epsilon, 1e-6), random_state=0, backend=timed)
     stage("fit", lambda: syn.fit(db))
@@ -240,6 +265,8 @@ def one_run(sf: float, backend: str, epsilon: float, revisions: bool, report: bo
 def _child(args: argparse.Namespace, sf: float, backend: str) -> dict:
     cmd = [sys.executable, __file__, "--one", f"{sf:g}", backend, "--epsilon", str(args.epsilon)]
     cmd += ["--revisions"] * args.revisions + ["--report"] * args.report + ["--stream"] * args.stream
+    if args.source == "duckdb":
+        cmd += ["--source-file", str(source_file(args.data_dir, sf, args.revisions))]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     cold = tempfile.TemporaryDirectory() if args.jax_cache == "cold" else None
     if cold is not None:  # an empty on-disk compilation cache: every executable compiled afresh
@@ -306,13 +333,21 @@ def main() -> None:
                         "executable compiled afresh)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "scale")
+    p.add_argument("--source", choices=["memory", "duckdb"], default="memory",
+                   help="memory: TPC-H generated in the run (a Database of pandas frames); duckdb: "
+                        "a DuckDB file of it read out of core (relviz.source.EncodedDatabase)")
+    p.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "relviz-scale",
+                   help="where --source duckdb keeps its generated files")
     p.add_argument("--one", nargs=2, metavar=("SF", "BACKEND"), help=argparse.SUPPRESS)
+    p.add_argument("--source-file", type=Path, default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.one:
         if args.stream and args.report:
             p.error("--stream writes no in-memory synthetic database for --report")
+        if args.source_file is not None and args.report:
+            p.error("--source duckdb holds no real frames for --report")
         row = one_run(float(args.one[0]), args.one[1], args.epsilon, args.revisions, args.report,
-                      args.stream)
+                      args.stream, args.source_file)
         print(json.dumps(row), flush=True)
         return
     rows = []
@@ -324,7 +359,7 @@ def main() -> None:
             args.out.mkdir(parents=True, exist_ok=True)
             df.to_csv(args.out / "scale.csv", index=False)
     df = pd.DataFrame(rows)
-    cols = [c for c in ("sf", "backend", "stream", "jax_cache", "rows_lineitem", *(f"{s}_s" for s in STAGES), "fit_over_measure",
+    cols = [c for c in ("sf", "backend", "source", "stream", "jax_cache", "rows_lineitem", *(f"{s}_s" for s in STAGES), "fit_over_measure",
                         "peak_mb", "total_s", "error") if c in df]
     table = _markdown(df[cols])
     (args.out / "scale.md").write_text(table + "\n")

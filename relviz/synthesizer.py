@@ -47,6 +47,7 @@ from relviz.single import get as get_mechanism
 from relviz.stream import keyed_by_foreign_keys, repeats_note
 
 if TYPE_CHECKING:
+    from relviz.source import EncodedDatabase
     from relviz.stream import StreamedSample
 
 __all__ = ["RelationalSynthesizer", "not_dp_note"]
@@ -136,8 +137,12 @@ class RelationalSynthesizer:
                         (lambda: float(acc.spent())) if acc is not None else (lambda: 0.0), start)
 
     # -- fit --------------------------------------------------------------------------------
-    def fit(self, db: Database, plan: Plan | None = None) -> RelationalSynthesizer:
+    def fit(self, db: Database | EncodedDatabase, plan: Plan | None = None) -> RelationalSynthesizer:
         """Spend the plan's budget on ``db`` and keep the fitted models.
+
+        ``db`` is a :class:`~relviz.database.Database`, or an
+        :class:`~relviz.source.EncodedDatabase` read out of core (a DuckDB file or Parquet folder;
+        the same models and samples for a seed).
 
         Raises:
             SchemaError: the schema has domains or FK nullability read from the data and

@@ -24,9 +24,10 @@ What is pushed down today: the *encoded* tables (``relviz.encoding``: codes over
 domains, in their small unsigned type) and the parent row of each child row
 (``Database.parent_index``) are registered with the engine as Arrow tables, and every count is a
 query on them. When a fit ends the curator has the backend forget them (``forget()``), so no
-private array outlives the fit inside an engine. Encoding the raw columns inside the
-engine (category tables and bin edges joined in SQL, so that a ``.duckdb``/Parquet source is never
-loaded into pandas) is not done yet: :class:`~relviz.database.Database` holds pandas frames.
+private array outlives the fit inside an engine. A database larger than memory is read out of
+core by :class:`relviz.source.EncodedDatabase`: DuckDB scans a ``.duckdb`` file or Parquet folder a
+chunk at a time, checks and joins the keys, and only the codes and parent rows reach memory, so no
+pandas frame of a private table is ever built.
 
 Why our own glue: DP libraries (OpenDP, Tumult Analytics, PipelineDP, smartnoise-sql) each bind
 measurement to their own accountant and query model and none of them measures relational
