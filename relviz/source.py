@@ -496,12 +496,16 @@ class EncodedDatabase:
         """One scan of table ``t``: column problems, codes, key hashes (public: the frame)."""
         cols = [c for c in stored if c in self._schema.columns(t.name)]
         sql = f"SELECT {', '.join(_q(c) for c in cols) or '1 AS __none'} FROM {source}"
-        result = con.execute(sql)
+        total = int(con.execute(f"SELECT count(*) FROM {source}").fetchone()[0])
+        result = con.execute(sql)  # (the connection's one open result: no other query until read)
         vectors = max(1, -(-self._chunk_rows // _VECTOR))
         problems: dict[tuple, Problem] = {}
         attrs = [a for a in t.attributes if a.name not in missing]
         sizes = tuple(a.size for a in t.attributes)
-        codes, hashes, frames, n = [], [], [], 0
+        # filled in place, chunk by chunk (no list of chunks concatenated at the end: one copy)
+        codes = np.empty((total, len(sizes)), dtype=code_dtype(sizes))
+        hashes = np.zeros(total, dtype=np.uint64)
+        frames, n = [], 0
         hash_cols = list(t.primary_key) or cols
         can_hash = all(c in cols for c in hash_cols)
         while True:
@@ -509,6 +513,7 @@ class EncodedDatabase:
             if not len(chunk):
                 break
             chunk = _coerce({t.name: chunk}, self._schema)[t.name]
+            rows = slice(n, n + len(chunk))
             n += len(chunk)
             if t.public:
                 frames.append(chunk)
@@ -516,19 +521,14 @@ class EncodedDatabase:
                 _merge(problems, column_problems(a, chunk[a.name], t.name))
             if problems or missing:
                 continue  # keep counting problems; nothing more is kept
-            block = np.empty((len(chunk), len(sizes)), dtype=code_dtype(sizes))
             for j, a in enumerate(t.attributes):
-                block[:, j] = encode_column(a, chunk[a.name], checked=True)
-            codes.append(block)
+                codes[rows, j] = encode_column(a, chunk[a.name], checked=True)
             if can_hash:
-                hashes.append(pd.util.hash_pandas_object(chunk[hash_cols], index=False)
-                              .to_numpy().astype(np.uint64))
+                hashes[rows] = pd.util.hash_pandas_object(chunk[hash_cols], index=False).to_numpy()
         arrays.n_rows[t.name] = n
-        if not problems and not missing:
-            arrays.codes[t.name] = EncodedTable(
-                t.name, t.attribute_names, sizes,
-                np.concatenate(codes) if codes else np.empty((0, len(sizes)), dtype=code_dtype(sizes)))
-            arrays.key_hash[t.name] = np.concatenate(hashes) if hashes else np.empty(0, dtype=np.uint64)
+        if not problems and not missing and n == total:
+            arrays.codes[t.name] = EncodedTable(t.name, t.attribute_names, sizes, codes)
+            arrays.key_hash[t.name] = hashes
             if t.public:
                 frame = pd.concat(frames, ignore_index=True) if frames else \
                     con.execute(f"{sql} LIMIT 0").df()
