@@ -87,14 +87,16 @@ def _load_data(args: argparse.Namespace):  # noqa: ANN202 - Database
                          "(not differentially private).")
     parquet_dir = path.is_dir() and any(path.glob("*.parquet")) and not any(path.glob("*.csv"))
     if (args.command == "synth" and getattr(args, "no_report", False) and schema is not None
-            and (parquet_dir or path.suffix.lower() == ".duckdb")):
+            and (parquet_dir or path.suffix.lower() in (".duckdb", ".sqlite", ".sqlite3", ".db"))):
         # no report reads the real values: read the source out of core (relviz.source), keeping
         # only codes, parent rows and key hashes in memory
         from relviz.source import EncodedDatabase
 
         print(f"note: --no-report: {path} is read out of core (codes, parent rows and key hashes "
               "in memory; relviz.source)", file=sys.stderr)
-        db = (EncodedDatabase.from_parquet_dir if parquet_dir else EncodedDatabase.from_duckdb)(path, schema)
+        read = (EncodedDatabase.from_parquet_dir if parquet_dir else EncodedDatabase.from_duckdb
+                if path.suffix.lower() == ".duckdb" else EncodedDatabase.from_sqlite)
+        db = read(path, schema)
     elif parquet_dir:
         db = Database.from_parquet_dir(path, schema, validate=False)
     elif path.is_dir():

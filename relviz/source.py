@@ -40,8 +40,11 @@ Known differences from the in-memory path, both outside a valid TPC-H-like schem
 between chunks, so such a table's per-row hashes (its cap order) may differ; dates that are not
 ISO 8601 are parsed with a format pandas infers per chunk rather than per column.
 
-SQLite files are not read out of core here: DuckDB's ``sqlite`` extension is downloaded on
-first use, which this project's machines cannot do; ``Database.from_sqlite`` loads them.
+SQLite files are staged first: DuckDB reads SQLite only through its ``sqlite`` extension, which
+is downloaded on first use (this project's machines cannot), so :meth:`from_sqlite` copies each
+table batch by batch (``fetchmany``) into a temporary Parquet file with Arrow types from the
+declared column types, and reads those out of core; the staging folder is removed with the
+object.
 
 Why our own code: the engine (DuckDB) does every scan, join and group-by; what is ours is the
 glue that keeps the codes, keys and cap enforcement identical to the in-memory path's.
@@ -93,6 +96,65 @@ def _merge(problems: dict[tuple, Problem], found: list[Problem]) -> None:
             if v not in ex:
                 ex.append(v)
         problems[key] = replace(old, count=(old.count or 0) + (p.count or 0), examples=tuple(ex))
+
+
+def _affinity(declared: str) -> Any:
+    """The Arrow type of a SQLite column from its declared type (SQLite's affinity rules, §3.1 of
+    its datatype documentation); ``None`` (infer from the values) for NUMERIC/BLOB/untyped."""
+    import pyarrow as pa
+
+    d = (declared or "").upper()
+    if "INT" in d:
+        return pa.int64()
+    if any(k in d for k in ("CHAR", "CLOB", "TEXT")):
+        return pa.string()
+    if any(k in d for k in ("REAL", "FLOA", "DOUB")):
+        return pa.float64()
+    return None
+
+
+def _stage_sqlite_table(con: Any, name: str, target: Path, batch_rows: int) -> None:
+    """Copy one SQLite table to a Parquet file, ``batch_rows`` rows at a time (one row group
+    each). Columns without a declared affinity take the type Arrow infers from the first batch
+    with values (later batches are cast to it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    info = con.execute(f"PRAGMA table_info({_q(name)})").fetchall()
+    cols = [r[1] for r in info]
+    types = [_affinity(r[2]) for r in info]
+    cur = con.execute(f"SELECT {', '.join(_q(c) for c in cols)} FROM {_q(name)}")
+    writer, pending = None, []
+    try:
+        while True:
+            rows = cur.fetchmany(batch_rows)
+            if not rows and writer is not None:
+                break
+            values = list(zip(*rows)) if rows else [()] * len(cols)
+            arrays = []
+            for j, v in enumerate(values):
+                if types[j] is None:
+                    inferred = pa.array(list(v))
+                    if not pa.types.is_null(inferred.type):
+                        types[j] = inferred.type
+                arrays.append(pa.array(list(v), type=types[j] if types[j] is not None else pa.null()))
+            table = pa.table(arrays, names=cols)
+            if writer is None and any(t is None for t in types) and rows:
+                pending.append(table)  # wait for a batch that fixes every column's type
+                continue
+            if writer is None:
+                schema = pa.schema([pa.field(c, t if t is not None else pa.string())
+                                    for c, t in zip(cols, types)])
+                writer = pq.ParquetWriter(target, schema)
+                for early in pending:
+                    writer.write_table(early.cast(schema))
+                pending = []
+            writer.write_table(table.cast(writer.schema))
+            if not rows:
+                break
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 @dataclass
@@ -151,6 +213,40 @@ class EncodedDatabase:
         if not path.exists():
             raise DataError([Problem("missing_table", f"no DuckDB file at {path}")])
         return cls(schema, path=path, kind="duckdb", **kwargs)
+
+    @classmethod
+    def from_sqlite(cls, path: str | Path, schema: Schema, *, batch_rows: int = 100_000,
+                    **kwargs: Any) -> EncodedDatabase:
+        """The tables of a SQLite file, staged batch by batch into temporary Parquet files (module
+        docstring) and read from them out of core.
+
+        Raises:
+            DataError: no SQLite file at ``path``.
+        """
+        import shutil
+        import sqlite3
+        import tempfile
+        import weakref
+
+        path = Path(path)
+        if not path.is_file():
+            raise DataError([Problem("missing_table", f"no SQLite file at {path}")])
+        staging = Path(tempfile.mkdtemp(prefix="relviz-sqlite-"))
+        try:
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                names = [r[0] for r in con.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
+                for name in names:
+                    _stage_sqlite_table(con, name, staging / f"{name}.parquet", batch_rows)
+            finally:
+                con.close()
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        out = cls(schema, path=staging, kind="parquet", **kwargs)
+        weakref.finalize(out, shutil.rmtree, str(staging), True)
+        return out
 
     @classmethod
     def from_parquet_dir(cls, path: str | Path, schema: Schema, **kwargs: Any) -> EncodedDatabase:

@@ -87,6 +87,53 @@ def test_encoded_source_gives_the_in_memory_fit_and_sample(case: str, tmp_path: 
             pd.testing.assert_frame_equal(x[t], y[t])
 
 
+@pytest.mark.parametrize("case", ["caps bind (children dropped)", "formatted keys, nullable self-reference",
+                                  "nullable FK"])
+def test_a_sqlite_file_is_staged_and_read_like_database_from_sqlite(case: str, tmp_path: Path) -> None:
+    """SQLite: staged batch by batch into Parquet (declared types), then read out of core; the
+    same fit and sample as ``Database.from_sqlite``. Batches of 7 rows make many row groups."""
+    db = CASES[case]()
+    db.to_sqlite(tmp_path / "db.sqlite")
+    ref = Database.from_sqlite(tmp_path / "db.sqlite", db.schema)
+    src = EncodedDatabase.from_sqlite(tmp_path / "db.sqlite", db.schema, batch_rows=7, chunk_rows=1)
+    assert src.problems() == []
+    plan = Plan.default(db.schema, 2.0, 1e-6)
+    x = RelationalSynthesizer(plan, random_state=1).fit(ref).sample()
+    y = RelationalSynthesizer(plan, random_state=1).fit(src).sample()
+    for t in db.schema.table_names:
+        pd.testing.assert_frame_equal(x[t], y[t])
+    staging = src._path
+    assert staging.exists()
+    del src
+    import gc
+
+    gc.collect()
+    assert not staging.exists()  # the staging folder goes with the object
+
+
+def test_sqlite_staging_types_untyped_columns_from_their_first_values(tmp_path: Path) -> None:
+    """A column with no declared type, null in the first batches, takes the type of its first
+    values; declared INTEGER/TEXT/REAL columns keep theirs even when a batch is all null."""
+    import sqlite3
+
+    import pyarrow.parquet as pq
+
+    from relviz.source import _stage_sqlite_table
+
+    with sqlite3.connect(tmp_path / "x.sqlite") as con:
+        con.execute("CREATE TABLE t (a, b INTEGER, c TEXT, d REAL)")
+        con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)",
+                        [(None if i < 10 else i / 2, None if i < 5 else i, None if i < 5 else f"s{i}",
+                          None if i % 2 else i) for i in range(20)])
+        _stage_sqlite_table(con, "t", tmp_path / "t.parquet", batch_rows=4)
+    table = pq.read_table(tmp_path / "t.parquet")
+    assert [str(f.type) for f in table.schema] == ["double", "int64", "string", "double"]
+    assert pq.ParquetFile(tmp_path / "t.parquet").num_row_groups == 5
+    df = table.to_pandas()
+    assert df["a"].isna().sum() == 10 and df["a"].iloc[-1] == 9.5
+    assert df["b"].tolist()[5:] == list(range(5, 20)) and df["c"].iloc[5] == "s5"
+
+
 def test_caps_that_bind_drop_rows_out_of_core(tmp_path: Path) -> None:
     """The first case's caps do bind (so the equality above covers a real truncation)."""
     db = CASES["caps bind (children dropped)"]()
@@ -166,19 +213,24 @@ def test_drop_undeclared_excludes_extra_columns_of_the_source(tmp_path: Path) ->
     assert np.array_equal(kept.encoded("persons").codes, Curator(db)._enc("persons").codes)
 
 
-def test_cli_no_report_reads_a_duckdb_file_out_of_core(tmp_path: Path, capsys) -> None:  # noqa: ANN001
-    """``relviz synth --no-report`` on a .duckdb file with a schema is read out of core, and
-    releases what the in-memory path samples with the same seed (after a Parquet round trip)."""
+@pytest.mark.parametrize("kind", ["duckdb", "sqlite"])
+def test_cli_no_report_reads_a_database_file_out_of_core(kind: str, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """``relviz synth --no-report`` on a .duckdb or .sqlite file with a schema is read out of
+    core, and releases what the in-memory path samples with the same seed (after a Parquet round
+    trip)."""
     from relviz.cli import main
 
     db = Database(tiny_schema(caps={"persons.hid->households": 2}), tiny_frames(n_h=200))
     path, _ = _write(dict(db.tables), tmp_path)
+    if kind == "sqlite":
+        path = db.to_sqlite(tmp_path / "db.sqlite")
     db.schema.to_json(tmp_path / "schema.json")
     assert main(["synth", "--data", str(path), "--schema", str(tmp_path / "schema.json"), "--seed", "3",
                  "--epsilon", "2", "--quiet", "--out", str(tmp_path / "a"), "--no-report"]) == 0
     assert "read out of core" in capsys.readouterr().err
+    read = Database.from_sqlite if kind == "sqlite" else Database.from_duckdb
     synth = RelationalSynthesizer(Plan.default(db.schema, 2.0, 1e-6), random_state=3).fit(
-        Database.from_duckdb(path, db.schema))
+        read(path, db.schema))
     synth.sample().to_parquet(tmp_path / "want")
     for t in db.schema.table_names:
         pd.testing.assert_frame_equal(
