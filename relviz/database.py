@@ -330,16 +330,8 @@ class Database:
             if df is None:
                 out.append(Problem("missing_table", "declared table has no data", t.name))
                 continue
-            declared = s.columns(t.name)
-            missing = [c for c in declared if c not in df.columns]
-            for c in missing:
-                out.append(Problem("missing_column", "declared column is absent", t.name, c))
-            for c in df.columns:
-                if c not in declared:
-                    out.append(Problem("undeclared_column",
-                                       "column not described by the schema (declare it, list it in "
-                                       "the table's \"exclude\", or pass --drop-undeclared)",
-                                       t.name, str(c)))
+            missing, found = column_set_problems(s, t.name, list(df.columns))
+            out += found
             if t.primary_key and not [c for c in t.primary_key if c in missing]:
                 out += _key_problems(t, df)
             for a in t.attributes:
@@ -663,6 +655,18 @@ def table_ddl(schema: Schema, name: str, types: Mapping[str, str], dialect: Lite
         parts.append("FOREIGN KEY (" + ", ".join(f'"{c}"' for c in fk.columns) + f') REFERENCES "{fk.parent}" ('
                      + ", ".join(f'"{c}"' for c in fk.parent_columns) + ")")
     return f'CREATE TABLE "{name}" (\n  ' + ",\n  ".join(parts) + "\n)"
+
+
+def column_set_problems(schema: Schema, table: str, present: Sequence[str]) -> tuple[list[str], list[Problem]]:
+    """The declared columns of ``table`` absent from ``present`` (the data's columns, excluded
+    ones left out), and one problem per missing or undeclared column."""
+    declared = schema.columns(table)
+    missing = [c for c in declared if c not in present]
+    out = [Problem("missing_column", "declared column is absent", table, c) for c in missing]
+    out += [Problem("undeclared_column", "column not described by the schema (declare it, list it "
+                    "in the table's \"exclude\", or pass --drop-undeclared)", table, str(c))
+            for c in present if c not in declared]
+    return missing, out
 
 
 def _is_numberlike(s: pd.Series) -> bool:

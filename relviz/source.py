@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from relviz.database import ARROW_CHUNK_ROWS, _coerce, _without_excluded
+from relviz.database import ARROW_CHUNK_ROWS, _coerce, _without_excluded, column_set_problems
 from relviz.encoding import EncodedTable, code_dtype, column_problems, encode_column
 from relviz.errors import DataError, PlanError, Problem
 from relviz.schema import ForeignKey, Schema
@@ -170,6 +170,28 @@ class _Arrays:
     def copy(self) -> _Arrays:
         return _Arrays(dict(self.n_rows), dict(self.codes), dict(self.key_hash), dict(self.parent),
                        dict(self.public))
+
+
+class _ArrayState:
+    """An :class:`EncodedDatabase`'s arrays as ``relviz.privacy.measure.truncate_to_caps``
+    reads and truncates them."""
+
+    def __init__(self, db: EncodedDatabase, arrays: _Arrays) -> None:
+        self.db, self.arrays = db, arrays
+
+    def parent_index(self, fk: ForeignKey) -> np.ndarray:
+        return self.arrays.parent[fk.name]
+
+    def n_rows(self, name: str) -> int:
+        return self.arrays.n_rows[name]
+
+    def row_keys(self, name: str, salt: int) -> np.ndarray:
+        from relviz.privacy.measure import salted
+
+        return salted(self.arrays.key_hash[name], salt)
+
+    def drop(self, name: str, mask: np.ndarray) -> None:
+        self.db._drop(self.arrays, name, mask)
 
 
 class EncodedDatabase:
@@ -381,46 +403,16 @@ class EncodedDatabase:
 
     # -- privacy-unit caps and key attributes -------------------------------------------------
     def enforce_caps(self, *, salt: int = 0x5EED):  # noqa: ANN201 - (EncodedDatabase, CapReport)
-        """:func:`relviz.privacy.measure.enforce_caps` on the codes: the same rows kept, the same
-        report. Returns ``(truncated database, report)``; ``self`` is unchanged."""
-        from relviz.privacy.measure import _CAP_COLUMNS, CapReport, salted
-        from relviz.privacy.ranking import rank_within_groups
-        from relviz.privacy.sensitivity import truncation_stable
+        """:func:`relviz.privacy.measure.enforce_caps` on the codes (its shared loop,
+        ``truncate_to_caps``): the same rows kept, the same report. Returns ``(truncated
+        database, report)``; ``self`` is unchanged."""
+        from relviz.privacy.measure import truncate_to_caps
 
-        schema = self._schema
-        unit = schema.privacy_unit
-        rows: list[dict[str, Any]] = []
-        if unit is None:
-            return self, CapReport(pd.DataFrame(rows, columns=_CAP_COLUMNS))
-        arrays = self._valid().copy()
-        stable = truncation_stable(schema)
-        for fk_name, tau in unit.caps.items():
-            fk = schema.foreign_key(fk_name)
-            if schema.table(fk.child).public:
-                continue
-            idx = arrays.parent[fk.name]
-            deg = np.bincount(idx[idx >= 0], minlength=arrays.n_rows[fk.parent])
-            over = deg > tau
-            if unit.entity is not None and fk.parent == unit.entity and unit.truncate == "parents":
-                removed = int(over.sum() + deg[over].sum())
-                if over.any():
-                    self._drop(arrays, fk.parent, over)
-                rows.append({"fk": fk.name, "cap": tau, "action": "removed parents over the cap "
-                             "with their dependants", "parents_over_cap": int(over.sum()),
-                             "rows_removed": removed, "stable": stable[fk.name]})
-                continue
-            keep = np.ones(len(idx), dtype=bool)
-            if over.any():
-                key = salted(arrays.key_hash[fk.child], salt)
-                order = np.lexsort((np.arange(len(idx)), key))
-                rank = np.empty(len(idx), dtype=np.int64)
-                rank[order] = rank_within_groups(idx[order])
-                keep = (rank < tau) | (idx < 0)
-                self._drop(arrays, fk.child, ~keep)
-            rows.append({"fk": fk.name, "cap": tau, "action": "dropped surplus children",
-                         "parents_over_cap": int(over.sum()), "rows_removed": int((~keep).sum()),
-                         "stable": stable[fk.name]})
-        return self._derived(schema, arrays), CapReport(pd.DataFrame(rows, columns=_CAP_COLUMNS))
+        if self._schema.privacy_unit is None:
+            return self, truncate_to_caps(self._schema, None, salt)
+        state = _ArrayState(self, self._valid().copy())
+        report = truncate_to_caps(self._schema, state, salt)
+        return self._derived(self._schema, state.arrays), report
 
     def _drop(self, arrays: _Arrays, table: str, mask: np.ndarray) -> None:
         """Drop rows ``mask`` of ``table`` and, transitively, every row referring to a dropped
@@ -557,16 +549,8 @@ class EncodedDatabase:
                     continue
                 stored = [(c, ty) for c, ty in self._columns(con, sources[t.name]) if c not in t.exclude]
                 types[t.name] = dict(stored)
-                declared = s.columns(t.name)
-                missing = [c for c in declared if c not in types[t.name]]
-                for c in missing:
-                    out.append(Problem("missing_column", "declared column is absent", t.name, c))
-                for c, _ in stored:
-                    if c not in declared:
-                        out.append(Problem("undeclared_column",
-                                           "column not described by the schema (declare it, list it in "
-                                           "the table's \"exclude\", or pass --drop-undeclared)",
-                                           t.name, str(c)))
+                missing, found = column_set_problems(s, t.name, [c for c, _ in stored])
+                out += found
                 if t.primary_key and not [c for c in t.primary_key if c in missing]:
                     out += self._key_problems(con, sources[t.name], t.name, list(t.primary_key))
                 out += self._read_table(con, sources[t.name], t, [c for c, _ in stored], missing, arrays)

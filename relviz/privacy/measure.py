@@ -330,43 +330,72 @@ def enforce_caps(db: Database, *, salt: int = 0x5EED) -> tuple[Database, CapRepo
     """
     if hasattr(db, "enforce_caps"):  # relviz.source.EncodedDatabase
         return db.enforce_caps(salt=salt)
+    state = _FrameState(db)
+    report = truncate_to_caps(db.schema, state, salt)
+    return state.db, report
+
+
+class _FrameState:
+    """A :class:`Database` as :func:`truncate_to_caps` reads and truncates it."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def parent_index(self, fk: ForeignKey) -> np.ndarray:
+        return self.db.parent_index(fk)
+
+    def n_rows(self, name: str) -> int:
+        return len(self.db[name])
+
+    def row_keys(self, name: str, salt: int) -> np.ndarray:
+        return keyed_row_hash(self.db[name], self.db.schema.table(name).primary_key, salt)
+
+    def drop(self, name: str, mask: np.ndarray) -> None:
+        self.db = drop_rows(self.db, name, mask)
+
+
+def truncate_to_caps(schema, state, salt: int) -> CapReport:  # noqa: ANN001 - Schema, a state
+    """The cap enforcement of :func:`enforce_caps` on ``state``, a database being truncated in
+    place: ``parent_index(fk)``, ``n_rows(table)``, ``row_keys(table, salt)`` (the keyed hash of
+    :func:`keyed_row_hash`) and ``drop(table, mask)`` (rows and, transitively, their dependants).
+    Shared by the in-memory :class:`Database` and the out-of-core
+    :class:`~relviz.source.EncodedDatabase`, so both keep the same rows. Returns the report."""
     from relviz.privacy.ranking import rank_within_groups
     from relviz.privacy.sensitivity import truncation_stable
 
-    schema = db.schema
     unit = schema.privacy_unit
-    rows = []
+    rows: list[dict] = []
     if unit is None:
-        return db, CapReport(pd.DataFrame(rows, columns=_CAP_COLUMNS))
+        return CapReport(pd.DataFrame(rows, columns=_CAP_COLUMNS))
     stable = truncation_stable(schema)
     for fk_name, tau in unit.caps.items():
         fk = schema.foreign_key(fk_name)
         if schema.table(fk.child).public:
             continue
-        idx = db.parent_index(fk)
-        deg = np.bincount(idx[idx >= 0], minlength=len(db[fk.parent]))
+        idx = state.parent_index(fk)
+        deg = np.bincount(idx[idx >= 0], minlength=state.n_rows(fk.parent))
         over = deg > tau
         entity_parent = unit.entity is not None and fk.parent == unit.entity
         if entity_parent and unit.truncate == "parents":
             removed = int(over.sum() + deg[over].sum())
-            db = drop_rows(db, fk.parent, over) if over.any() else db
+            if over.any():
+                state.drop(fk.parent, over)
             rows.append({"fk": fk.name, "cap": tau, "action": "removed parents over the cap "
                          "with their dependants", "parents_over_cap": int(over.sum()),
                          "rows_removed": removed, "stable": stable[fk.name]})
             continue
         keep = np.ones(len(idx), dtype=bool)
         if over.any():
-            child = db[fk.child]
-            key = keyed_row_hash(child, schema.table(fk.child).primary_key, salt)
+            key = state.row_keys(fk.child, salt)
             order = np.lexsort((np.arange(len(idx)), key))  # by hash, ties in stored order
             rank = np.empty(len(idx), dtype=np.int64)
             rank[order] = rank_within_groups(idx[order])
             keep = (rank < tau) | (idx < 0)
-            db = drop_rows(db, fk.child, ~keep)
+            state.drop(fk.child, ~keep)
         rows.append({"fk": fk.name, "cap": tau, "action": "dropped surplus children",
                      "parents_over_cap": int(over.sum()), "rows_removed": int((~keep).sum()),
                      "stable": stable[fk.name]})
-    return db, CapReport(pd.DataFrame(rows, columns=_CAP_COLUMNS))
+    return CapReport(pd.DataFrame(rows, columns=_CAP_COLUMNS))
 
 
 _CAP_COLUMNS = ["fk", "cap", "action", "parents_over_cap", "rows_removed", "stable"]
