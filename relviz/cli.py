@@ -86,13 +86,18 @@ def _load_data(args: argparse.Namespace):  # noqa: ANN202 - Database
                          "it, or pass --allow-inferred-schema to use domains read from the data "
                          "(not differentially private).")
     parquet_dir = path.is_dir() and any(path.glob("*.parquet")) and not any(path.glob("*.csv"))
-    if (args.command == "synth" and getattr(args, "no_report", False) and schema is not None
-            and (parquet_dir or path.suffix.lower() in (".duckdb", ".sqlite", ".sqlite3", ".db"))):
+    out_of_core = getattr(args, "out_of_core", False) or (args.command == "synth"
+                                                          and getattr(args, "no_report", False))
+    readable = parquet_dir or path.suffix.lower() in (".duckdb", ".sqlite", ".sqlite3", ".db")
+    if getattr(args, "out_of_core", False) and (schema is None or not readable):
+        raise SystemExit("relviz: --out-of-core reads a .duckdb/.sqlite file or a Parquet folder "
+                         "with --schema")
+    if out_of_core and schema is not None and readable:
         # no report reads the real values: read the source out of core (relviz.source), keeping
         # only codes, parent rows and key hashes in memory
         from relviz.source import EncodedDatabase
 
-        print(f"note: --no-report: {path} is read out of core (codes, parent rows and key hashes "
+        print(f"note: {path} is read out of core (codes, parent rows and key hashes "
               "in memory; relviz.source)", file=sys.stderr)
         read = (EncodedDatabase.from_parquet_dir if parquet_dir else EncodedDatabase.from_duckdb
                 if path.suffix.lower() == ".duckdb" else EncodedDatabase.from_sqlite)
@@ -490,6 +495,10 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="report every problem of a database")
     source(v)
     drop_undeclared(v)
+    v.add_argument("--out-of-core", action="store_true",
+                   help="read a .duckdb/.sqlite file or Parquet folder chunk by chunk, keys checked "
+                        "by DuckDB (relviz.source.EncodedDatabase; needs --schema), for a database "
+                        "larger than memory")
     y = sub.add_parser("synth", help="fit, sample and write a synthetic database")
     source(y)
     drop_undeclared(y)

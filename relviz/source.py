@@ -289,8 +289,11 @@ class EncodedDatabase:
         return self._schema.table_names
 
     def __repr__(self) -> str:
-        where = f"{self._kind} {self._path}" if self._path is not None else "in memory"
-        return f"EncodedDatabase({len(self.table_names)} tables, {where})"
+        where = f"{self._kind} {self._path}" if self._path is not None else "truncated, in memory"
+        if self._arrays is None:
+            return f"EncodedDatabase({len(self.table_names)} tables, {where})"
+        counts = ", ".join(f"{n}: {c:,}" for n, c in self._arrays.n_rows.items())
+        return f"EncodedDatabase({self._schema.name or 'unnamed'}; {counts}; {where})"
 
     def with_schema(self, schema: Schema, *, validate: bool = False) -> EncodedDatabase:
         """The same data under another schema. When only the privacy unit differs (a cap set by

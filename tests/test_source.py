@@ -275,3 +275,25 @@ def test_tpch_with_its_composite_foreign_key_reads_like_the_database(tmp_path: P
         for fk in db.schema.foreign_keys:
             assert np.array_equal(ca._pidx(fk), cb._pidx(fk)), fk.name
         assert (cb._pidx(db.schema.foreign_key("lineitem.l_partkey+l_suppkey->partsupp")) >= 0).all()
+
+
+def test_cli_validate_out_of_core_lists_the_problems(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """``relviz validate --out-of-core``: every problem (as the in-memory validate prints them),
+    or the row counts of a valid database."""
+    from relviz.cli import main
+
+    db = Database(tiny_schema(), tiny_frames())
+    db.schema.to_json(tmp_path / "schema.json")
+    frames = {**db.tables, "persons": db["persons"].assign(hid=lambda d: d["hid"].where(d.index != 3, 999))}
+    (tmp_path / "bad").mkdir()
+    bad, _ = _write(frames, tmp_path / "bad")
+    good = db.to_duckdb(tmp_path / "good.duckdb")
+    args = ["validate", "--schema", str(tmp_path / "schema.json"), "--out-of-core", "--data"]
+    assert main([*args, str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "[orphan] persons.hid" in err and "999" in err
+    assert main([*args, str(good)]) == 0
+    out = capsys.readouterr().out
+    assert f"persons: {len(db['persons']):,}" in out and "EncodedDatabase(tiny;" in out
+    with pytest.raises(SystemExit, match="--out-of-core reads"):
+        main(["validate", "--out-of-core", "--data", str(good)])
