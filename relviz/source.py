@@ -52,7 +52,7 @@ glue that keeps the codes, keys and cap enforcement identical to the in-memory p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -155,6 +155,21 @@ def _stage_sqlite_table(con: Any, name: str, target: Path, batch_rows: int) -> N
     finally:
         if writer is not None:
             writer.close()
+
+
+@dataclass
+class _Progress:
+    """Progress of one table's scan as a fraction of the whole read (tables count equally)."""
+
+    callback: Callable[[float, str], None] | None
+    index: int
+    tables: int
+    name: str
+
+    def __call__(self, done: float) -> None:
+        if self.callback is not None:
+            self.callback(0.95 * (self.index + done) / self.tables,
+                          f"reading {self.name} out of core ({done:.0%})")
 
 
 @dataclass
@@ -535,7 +550,16 @@ class EncodedDatabase:
         return [(r[0], r[1]) for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
                 if r[0] != "__pos"]
 
-    def _scan(self) -> None:
+    def read(self, progress: Callable[[float, str], None] | None = None) -> EncodedDatabase:
+        """Read the source now (a no-op once read), reporting ``progress(fraction, message)`` after
+        each chunk; ``RelationalSynthesizer.fit`` calls it with the run's reporter, whose cancel
+        raises ``CancelledError`` here. A cancelled or failed read keeps nothing, and the next
+        call reads again. Returns ``self``."""
+        if self._problems is None:
+            self._scan(progress)
+        return self
+
+    def _scan(self, progress: Callable[[float, str], None] | None = None) -> None:
         """Read everything a fit needs (module docstring) and every problem, in one pass."""
         s = self._schema
         out: list[Problem] = list(s.problems())
@@ -546,7 +570,7 @@ class EncodedDatabase:
                 if name not in s.table_names:
                     out.append(Problem("undeclared_table", "table not described by the schema", name))
             types: dict[str, dict[str, str]] = {}
-            for t in s.tables:
+            for i, t in enumerate(s.tables):
                 if t.name not in sources:
                     out.append(Problem("missing_table", "declared table has no data", t.name))
                     continue
@@ -556,7 +580,8 @@ class EncodedDatabase:
                 out += found
                 if t.primary_key and not [c for c in t.primary_key if c in missing]:
                     out += self._key_problems(con, sources[t.name], t.name, list(t.primary_key))
-                out += self._read_table(con, sources[t.name], t, [c for c, _ in stored], missing, arrays)
+                out += self._read_table(con, sources[t.name], t, [c for c, _ in stored], missing, arrays,
+                                        _Progress(progress, i, len(s.tables), t.name))
             for fk in s.foreign_keys:
                 out += self._foreign_key(con, sources, types, fk)
             # the arrays are complete when the data have no problem (the schema's own problems,
@@ -575,7 +600,7 @@ class EncodedDatabase:
         self._arrays = arrays if complete else None
 
     def _read_table(self, con: Any, source: str, t: Any, stored: list[str], missing: list[str],
-                    arrays: _Arrays) -> list[Problem]:
+                    arrays: _Arrays, progress: _Progress) -> list[Problem]:
         """One scan of table ``t``: column problems, codes, key hashes (public: the frame)."""
         cols = [c for c in stored if c in self._schema.columns(t.name)]
         sql = f"SELECT {', '.join(_q(c) for c in cols) or '1 AS __none'} FROM {source}"
@@ -598,6 +623,7 @@ class EncodedDatabase:
             chunk = _coerce({t.name: chunk}, self._schema)[t.name]
             rows = slice(n, n + len(chunk))
             n += len(chunk)
+            progress(n / max(total, 1))
             if t.public:
                 frames.append(chunk)
             for a in attrs:

@@ -163,6 +163,8 @@ class RelationalSynthesizer:
         inferred = db.schema.inferred_problems()
         if inferred and not self.allow_inferred:
             raise SchemaError(inferred, headline=INFERRED_HEADLINE)
+        if hasattr(db, "read"):  # an out-of-core source: read it now, with progress and cancel
+            db.read(self._reporter("validate", "", start))
         data_problems, plan_problems = db.problems(), plan.problems(db.schema)
         if data_problems:
             raise DataError(data_problems + plan_problems)

@@ -297,3 +297,35 @@ def test_cli_validate_out_of_core_lists_the_problems(tmp_path: Path, capsys) -> 
     assert f"persons: {len(db['persons']):,}" in out and "EncodedDatabase(tiny;" in out
     with pytest.raises(SystemExit, match="--out-of-core reads"):
         main(["validate", "--out-of-core", "--data", str(good)])
+
+
+def test_fit_reports_the_read_and_a_cancelled_read_leaves_the_source_usable(tmp_path: Path) -> None:
+    """``fit`` reads an out-of-core source with progress per chunk; cancelling during the read
+    raises ``CancelledError``, keeps nothing, and the next fit reads again and gives the same
+    synthetic database as the in-memory path."""
+    from relviz.errors import CancelledError
+
+    db = Database(tiny_schema(caps={"persons.hid->households": 2}), tiny_frames(n_h=3000))
+    path, _ = _write(dict(db.tables), tmp_path)
+    src = EncodedDatabase.from_duckdb(path, db.schema, chunk_rows=1)
+    plan = Plan.default(db.schema, 2.0, 1e-6)
+    events: list = []
+    synth = RelationalSynthesizer(plan, random_state=0, progress=events.append)
+
+    def cancel_in_read(ev) -> None:  # noqa: ANN001 - ProgressEvent
+        events.append(ev)
+        if "reading persons" in ev.message:
+            synth.cancel()
+
+    synth.progress = cancel_in_read
+    with pytest.raises(CancelledError):
+        synth.fit(src)
+    assert src._problems is None and src._arrays is None  # nothing kept
+    reads = [ev for ev in events if "out of core" in ev.message]
+    assert {ev.message.split()[1] for ev in reads} >= {"regions", "households", "persons"}
+    assert [ev.fraction for ev in reads] == sorted(ev.fraction for ev in reads)
+    synth.progress = None
+    y = synth.fit(src).sample()
+    x = RelationalSynthesizer(plan, random_state=0).fit(Database.from_duckdb(path, db.schema)).sample()
+    for t in db.schema.table_names:
+        pd.testing.assert_frame_equal(x[t], y[t])
