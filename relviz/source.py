@@ -113,16 +113,37 @@ def _affinity(declared: str) -> Any:
     return None
 
 
+class _Mixed(Exception):
+    """A SQLite column whose values do not all fit one Arrow type (SQLite types per value)."""
+
+    def __init__(self, column: int) -> None:
+        super().__init__(column)
+        self.column = column
+
+
 def _stage_sqlite_table(con: Any, name: str, target: Path, batch_rows: int) -> None:
     """Copy one SQLite table to a Parquet file, ``batch_rows`` rows at a time (one row group
     each). Columns without a declared affinity take the type Arrow infers from the first batch
-    with values (later batches are cast to it)."""
+    with values (later batches are cast to it). A column whose values do not fit its type (SQLite
+    keeps a type per value: text in an INTEGER column, a real after integers) is staged as text,
+    every value as ``str``, and the table copied again; validation then reports what does not
+    parse, as it does for ``Database.from_sqlite``'s object column."""
+    text: set[int] = set()
+    while True:
+        try:
+            _stage_once(con, name, target, batch_rows, text)
+            return
+        except _Mixed as e:
+            text.add(e.column)
+
+
+def _stage_once(con: Any, name: str, target: Path, batch_rows: int, text: set[int]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     info = con.execute(f"PRAGMA table_info({_q(name)})").fetchall()
     cols = [r[1] for r in info]
-    types = [_affinity(r[2]) for r in info]
+    types = [pa.string() if j in text else _affinity(r[2]) for j, r in enumerate(info)]
     cur = con.execute(f"SELECT {', '.join(_q(c) for c in cols)} FROM {_q(name)}")
     writer, pending = None, []
     try:
@@ -133,11 +154,17 @@ def _stage_sqlite_table(con: Any, name: str, target: Path, batch_rows: int) -> N
             values = list(zip(*rows)) if rows else [()] * len(cols)
             arrays = []
             for j, v in enumerate(values):
-                if types[j] is None:
-                    inferred = pa.array(list(v))
-                    if not pa.types.is_null(inferred.type):
-                        types[j] = inferred.type
-                arrays.append(pa.array(list(v), type=types[j] if types[j] is not None else pa.null()))
+                v = [None if x is None else str(x) for x in v] if j in text else list(v)
+                try:
+                    if types[j] is None:
+                        inferred = pa.array(v)
+                        if not pa.types.is_null(inferred.type):
+                            types[j] = inferred.type
+                    arrays.append(pa.array(v, type=types[j] if types[j] is not None else pa.null()))
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
+                    if j in text:
+                        raise
+                    raise _Mixed(j) from e
             table = pa.table(arrays, names=cols)
             if writer is None and any(t is None for t in types) and rows:
                 pending.append(table)  # wait for a batch that fixes every column's type

@@ -134,6 +134,22 @@ def test_sqlite_staging_types_untyped_columns_from_their_first_values(tmp_path: 
     assert df["b"].tolist()[5:] == list(range(5, 20)) and df["c"].iloc[5] == "s5"
 
 
+def test_sqlite_values_that_do_not_fit_their_column_type_are_reported_like_database(tmp_path: Path) -> None:
+    """SQLite keeps a type per value: text in an INTEGER column, or a real after integers in an
+    untyped one, is staged as text and reported as ``Database.from_sqlite`` reports it."""
+    import sqlite3
+
+    db = Database(tiny_schema(), tiny_frames())
+    db.to_sqlite(tmp_path / "db.sqlite")
+    with sqlite3.connect(tmp_path / "db.sqlite") as con:
+        n = len(db["persons"])
+        con.execute("UPDATE persons SET age = 'unknown' WHERE pid = ?", (n,))  # the last batch
+    ref = Database.from_sqlite(tmp_path / "db.sqlite", db.schema, validate=False)
+    src = EncodedDatabase.from_sqlite(tmp_path / "db.sqlite", db.schema, batch_rows=16)
+    assert _listed(src.problems()) == _listed(ref.problems())
+    assert [(p.kind, p.column, p.examples) for p in src.problems()] == [("not_parsable", "age", ("unknown",))]
+
+
 def test_caps_that_bind_drop_rows_out_of_core(tmp_path: Path) -> None:
     """The first case's caps do bind (so the equality above covers a real truncation)."""
     db = CASES["caps bind (children dropped)"]()
