@@ -214,6 +214,18 @@ class _Arrays:
                        dict(self.public))
 
 
+class _Staging:
+    """The temporary folder of a staged SQLite file, removed when the last database reading it
+    is gone (every database derived by ``with_schema`` holds this object)."""
+
+    def __init__(self, path: Path) -> None:
+        import shutil
+        import weakref
+
+        self.path = path
+        weakref.finalize(self, shutil.rmtree, str(path), True)
+
+
 class _ArrayState:
     """An :class:`EncodedDatabase`'s arrays as ``relviz.privacy.measure.truncate_to_caps``
     reads and truncates them."""
@@ -268,6 +280,7 @@ class EncodedDatabase:
         self._settings = {"temp_directory": temp_directory, "memory_limit": memory_limit}
         self._arrays = arrays
         self._problems: tuple[Problem, ...] | None = () if arrays is not None else None
+        self._staging: _Staging | None = None
 
     # -- constructors ---------------------------------------------------------------------------
     @classmethod
@@ -290,7 +303,6 @@ class EncodedDatabase:
         import shutil
         import sqlite3
         import tempfile
-        import weakref
 
         path = Path(path)
         if not path.is_file():
@@ -309,7 +321,7 @@ class EncodedDatabase:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         out = cls(schema, path=staging, kind="parquet", **kwargs)
-        weakref.finalize(out, shutil.rmtree, str(staging), True)
+        out._staging = _Staging(staging)  # shared by every database derived from this one
         return out
 
     @classmethod
@@ -353,6 +365,7 @@ class EncodedDatabase:
         else:
             out = EncodedDatabase(schema, path=self._path, kind=self._kind, chunk_rows=self._chunk_rows,
                                   **self._settings)
+        out._staging = self._staging
         return out.validate() if validate else out
 
     def excluded_columns(self) -> dict[str, tuple[str, ...]]:
@@ -517,7 +530,7 @@ class EncodedDatabase:
 
     def _derived(self, schema: Schema, arrays: _Arrays) -> EncodedDatabase:
         return EncodedDatabase(schema, path=None, kind=self._kind, chunk_rows=self._chunk_rows,
-                               arrays=arrays)
+                               arrays=arrays)  # (in memory: needs no staged files)
 
     # -- the scan ---------------------------------------------------------------------------------
     def _valid(self) -> _Arrays:

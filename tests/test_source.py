@@ -111,6 +111,28 @@ def test_a_sqlite_file_is_staged_and_read_like_database_from_sqlite(case: str, t
     assert not staging.exists()  # the staging folder goes with the object
 
 
+def test_a_staged_sqlite_source_outlives_the_database_it_was_derived_from(tmp_path: Path) -> None:
+    """``drop_undeclared`` (CLI ``--drop-undeclared``) gives a new source over the same staged
+    files: the first one may go, the files stay until the last one is gone."""
+    import gc
+
+    import sqlite3
+
+    db = Database(tiny_schema(), tiny_frames())
+    db.to_sqlite(tmp_path / "db.sqlite")
+    with sqlite3.connect(tmp_path / "db.sqlite") as con:
+        con.execute("ALTER TABLE persons ADD COLUMN note TEXT DEFAULT 'x'")
+    src = EncodedDatabase.from_sqlite(tmp_path / "db.sqlite", db.schema)
+    staging = src._path
+    src, dropped = src.drop_undeclared()  # the first source is no longer referenced
+    gc.collect()
+    assert dropped == {"persons": ["note"]} and staging.exists()
+    assert src.problems() == [] and src.encoded("persons").n_rows == len(db["persons"])
+    del src
+    gc.collect()
+    assert not staging.exists()
+
+
 def test_sqlite_staging_types_untyped_columns_from_their_first_values(tmp_path: Path) -> None:
     """A column with no declared type, null in the first batches, takes the type of its first
     values; declared INTEGER/TEXT/REAL columns keep theirs even when a batch is all null."""
