@@ -81,6 +81,18 @@ def _numeric_type(sql_type: str) -> bool:
     return str(sql_type).upper().split("(")[0] in _NUMERIC
 
 
+def _counted(con: Any, groups: str, k: int, *, distinct: bool = False) -> tuple:
+    """Rows and the first five values (in stored order) of a ``GROUP BY`` of offending key values
+    (``groups`` selects the ``k`` key columns, ``n`` and ``first``), without fetching every group:
+    ``(rows, examples)``, and the number of distinct values when ``distinct``."""
+    rows, values = con.execute(f"SELECT coalesce(sum(n), 0), count(*) FROM ({groups})").fetchall()[0]
+    ex: tuple = ()
+    if rows:
+        first = con.execute(f"SELECT * FROM ({groups}) ORDER BY first LIMIT 5").fetchall()
+        ex = tuple(tuple(r[:k]) if k > 1 else r[0] for r in first)
+    return (int(rows), ex, int(values)) if distinct else (int(rows), ex)
+
+
 def _merge(problems: dict[tuple, Problem], found: list[Problem]) -> None:
     """Add one chunk's column problems: counts summed, the first five distinct examples kept."""
     for p in found:
@@ -572,7 +584,7 @@ class EncodedDatabase:
             names = {r[0] for r in con.execute(
                 "SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()}
             for n in names:
-                lo, hi, count = con.execute(f"SELECT min(rowid), max(rowid), count(*) FROM {_q(n)}").fetchone()
+                lo, hi, count = con.execute(f"SELECT min(rowid), max(rowid), count(*) FROM {_q(n)}").fetchall()[0]
                 if count == 0 or (lo == 0 and hi == count - 1):
                     out[n] = f"(SELECT rowid AS __pos, * FROM {_q(n)})"
                 else:  # rows deleted at some point: number them in stored order
@@ -644,7 +656,7 @@ class EncodedDatabase:
         """One scan of table ``t``: column problems, codes, key hashes (public: the frame)."""
         cols = [c for c in stored if c in self._schema.columns(t.name)]
         sql = f"SELECT {', '.join(_q(c) for c in cols) or '1 AS __none'} FROM {source}"
-        total = int(con.execute(f"SELECT count(*) FROM {source}").fetchone()[0])
+        total = int(con.execute(f"SELECT count(*) FROM {source}").fetchall()[0][0])
         result = con.execute(sql)  # (the connection's one open result: no other query until read)
         vectors = max(1, -(-self._chunk_rows // _VECTOR))
         problems: dict[tuple, Problem] = {}
@@ -690,16 +702,15 @@ class EncodedDatabase:
         out = []
         key = ", ".join(_q(c) for c in cols)
         null = " OR ".join(f"{_q(c)} IS NULL" for c in cols)
-        n_null = con.execute(f"SELECT count(*) FROM {source} WHERE {null}").fetchone()[0]
+        n_null = con.execute(f"SELECT count(*) FROM {source} WHERE {null}").fetchall()[0][0]
         if n_null:
             out.append(Problem("null_key", "nulls in the primary key", table, ", ".join(cols), int(n_null)))
-        dup = con.execute(
-            f"SELECT {key}, count(*) AS n, min(__pos) AS first FROM {source} WHERE NOT ({null}) "
-            f"GROUP BY {key} HAVING count(*) > 1 ORDER BY first").fetchall()
-        if dup:
-            ex = [tuple(r[:len(cols)]) if len(cols) > 1 else r[0] for r in dup[:5]]
+        groups = (f"SELECT {key}, count(*) AS n, min(__pos) AS first FROM {source} WHERE NOT ({null}) "
+                  f"GROUP BY {key} HAVING count(*) > 1")
+        count, ex = _counted(con, groups, len(cols))
+        if count:
             out.append(Problem("duplicate_key", "duplicate primary-key values", table, ", ".join(cols),
-                               int(sum(r[len(cols)] for r in dup)), tuple(ex)))
+                               count, ex))
         return out
 
     def _foreign_key(self, con: Any, sources: Mapping[str, str], types: Mapping[str, Mapping[str, str]],
@@ -716,7 +727,7 @@ class EncodedDatabase:
         all_null = " AND ".join(f"{_q(c)} IS NULL" for c in fk.columns)
         partial, nulls = con.execute(
             f"SELECT count(*) FILTER (WHERE ({any_null}) AND NOT ({all_null})), "
-            f"count(*) FILTER (WHERE {all_null}) FROM {child}").fetchone()
+            f"count(*) FILTER (WHERE {all_null}) FROM {child}").fetchall()[0]
         if partial:
             out.append(Problem("null_foreign_key", f"FK {fk.name!r} is partly null", fk.child, col,
                                int(partial)))
@@ -732,18 +743,15 @@ class EncodedDatabase:
                 return out
         on = " AND ".join(f"c.{_q(a)} = p.{_q(b)}" for a, b in zip(fk.columns, fk.parent_columns))
         ckeys = ", ".join(f"c.{_q(a)}" for a in fk.columns)
-        orphans = con.execute(
-            f"SELECT {ckeys}, count(*) AS n, min(c.__pos) AS first FROM {child} c "
-            f"WHERE NOT ({' OR '.join(f'c.{_q(a)} IS NULL' for a in fk.columns)}) "
-            f"AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {on}) GROUP BY {ckeys} ORDER BY first"
-        ).fetchall()
-        if orphans:
-            k = len(fk.columns)
-            ex = [tuple(r[:k]) if k > 1 else r[0] for r in orphans[:5]]
+        groups = (f"SELECT {ckeys}, count(*) AS n, min(c.__pos) AS first FROM {child} c "
+                  f"WHERE NOT ({' OR '.join(f'c.{_q(a)} IS NULL' for a in fk.columns)}) "
+                  f"AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {on}) GROUP BY {ckeys}")
+        count, ex, distinct = _counted(con, groups, len(fk.columns), distinct=True)
+        if count:
             out.append(Problem("orphan",
                                f"FK {fk.name!r} values with no {fk.parent} row "
-                               f"({len(orphans):,} distinct; repair with repair_orphans)",
-                               fk.child, col, int(sum(r[k] for r in orphans)), tuple(ex)))
+                               f"({distinct:,} distinct; repair with repair_orphans)",
+                               fk.child, col, count, ex))
         return out
 
     def _parent_rows(self, con: Any, sources: Mapping[str, str], fk: ForeignKey, n_child: int) -> np.ndarray:
