@@ -93,8 +93,8 @@ def _load_data(args: argparse.Namespace):  # noqa: ANN202 - Database
         raise SystemExit("relviz: --out-of-core reads a .duckdb/.sqlite file or a Parquet folder "
                          "with --schema")
     if out_of_core and schema is not None and readable:
-        # no report reads the real values: read the source out of core (relviz.source), keeping
-        # only codes, parent rows and key hashes in memory
+        # nothing reads the real values themselves (no report; or validate --out-of-core): read
+        # the source out of core (relviz.source), keeping codes, parent rows and key hashes
         from relviz.source import EncodedDatabase
 
         print(f"note: {path} is read out of core (codes, parent rows and key hashes "
@@ -545,8 +545,8 @@ def _parser() -> argparse.ArgumentParser:
     y.add_argument("--no-report", action="store_true",
                    help="skip curator/report.html; the synthetic tables are then streamed to "
                         "Parquet in chunks and never held whole (RelationalSynthesizer.sample_to), "
-                        "and a .duckdb file or Parquet folder given with --schema is read out of "
-                        "core (relviz.source.EncodedDatabase)")
+                        "and a .duckdb/.sqlite file or Parquet folder given with --schema is read "
+                        "out of core (relviz.source.EncodedDatabase)")
     y.add_argument("--quiet", action="store_true", help="no progress bar")
     y.add_argument("--allow-inferred-schema", action="store_true",
                    help="accept domains (or FK nullability) read from the data, with or without "
