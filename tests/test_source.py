@@ -115,7 +115,6 @@ def test_a_staged_sqlite_source_outlives_the_database_it_was_derived_from(tmp_pa
     """``drop_undeclared`` (CLI ``--drop-undeclared``) gives a new source over the same staged
     files: the first one may go, the files stay until the last one is gone."""
     import gc
-
     import sqlite3
 
     db = Database(tiny_schema(), tiny_frames())
