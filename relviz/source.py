@@ -261,16 +261,18 @@ class _ArrayState:
 
 
 class EncodedDatabase:
-    """A private database read out of core from a DuckDB file or a folder of Parquet files.
+    """A private database read out of core from a DuckDB file, a folder of Parquet files or a
+    SQLite file (staged into Parquet first).
 
-    Use :meth:`from_duckdb` or :meth:`from_parquet_dir`. The tables are scanned on the first call
-    that needs them (:meth:`problems`, :meth:`encoded`, :meth:`parent_index`, ...), once; the
-    source file is then closed. Duck-typed where :class:`RelationalSynthesizer.fit` and the
+    Use :meth:`from_duckdb`, :meth:`from_parquet_dir` or :meth:`from_sqlite`. The tables are
+    scanned on the first call that needs them (:meth:`read`, :meth:`problems`, :meth:`encoded`,
+    :meth:`parent_index`, ...), once; the source file is then closed. Duck-typed where :class:`RelationalSynthesizer.fit` and the
     curator use a :class:`~relviz.database.Database` (``schema``, ``problems``, ``row_counts``,
     ``parent_index``, ``degrees``; ``db[name]`` for public tables only).
 
     Args (of the constructors):
-        path: A ``.duckdb`` file, or a folder with one ``<table>.parquet`` per table.
+        path: A ``.duckdb`` file, a folder with one ``<table>.parquet`` per table, or a SQLite
+            file.
         schema: The public schema (required: domains must be public, and nothing here infers
             one).
         chunk_rows: Rows per scanned chunk (rounded up to DuckDB's 2,048-row vectors).
