@@ -24,9 +24,9 @@ How each piece is computed:
 * **Keys in SQL.** Null and duplicate primary keys, partly null, null and orphan foreign keys,
   and the parent row of every child row are DuckDB queries (``GROUP BY``, anti-join, join on the
   key columns), which DuckDB runs out of core (it spills to ``temp_directory``).
-* **Caps in numpy.** :meth:`enforce_caps` makes every degree cap true exactly as
-  :func:`relviz.privacy.measure.enforce_caps` does (same hash, same order, same cascade of
-  dropped dependants), on the codes, parent rows and hashes.
+* **Caps in numpy.** :func:`relviz.privacy.measure.enforce_caps` runs its one cap loop on the
+  codes, parent rows and hashes (:meth:`EncodedDatabase.truncation_state`): the same hash, order
+  and cascade of dropped dependants as on a ``Database``.
 
 The result is what :class:`~relviz.privacy.measure.Curator` and
 :class:`~relviz.synthesizer.RelationalSynthesizer` need: ``synth.fit(EncodedDatabase...)`` gives
@@ -52,7 +52,8 @@ glue that keeps the codes, keys and cap enforcement identical to the in-memory p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -81,16 +82,16 @@ def _numeric_type(sql_type: str) -> bool:
     return str(sql_type).upper().split("(")[0] in _NUMERIC
 
 
-def _counted(con: Any, groups: str, k: int, *, distinct: bool = False) -> tuple:
-    """Rows and the first five values (in stored order) of a ``GROUP BY`` of offending key values
-    (``groups`` selects the ``k`` key columns, ``n`` and ``first``), without fetching every group:
-    ``(rows, examples)``, and the number of distinct values when ``distinct``."""
+def _counted(con: Any, groups: str, k: int) -> tuple[int, tuple, int]:
+    """Rows, the first five values (in stored order) and the number of distinct values of a
+    ``GROUP BY`` of offending key values (``groups`` selects the ``k`` key columns, ``n`` and
+    ``first``), without fetching every group."""
     rows, values = con.execute(f"SELECT coalesce(sum(n), 0), count(*) FROM ({groups})").fetchall()[0]
     ex: tuple = ()
     if rows:
         first = con.execute(f"SELECT * FROM ({groups}) ORDER BY first LIMIT 5").fetchall()
         ex = tuple(tuple(r[:k]) if k > 1 else r[0] for r in first)
-    return (int(rows), ex, int(values)) if distinct else (int(rows), ex)
+    return int(rows), ex, int(values)
 
 
 def _merge(problems: dict[tuple, Problem], found: list[Problem]) -> None:
@@ -258,6 +259,10 @@ class _ArrayState:
 
     def drop(self, name: str, mask: np.ndarray) -> None:
         self.db._drop(self.arrays, name, mask)
+
+    def result(self) -> EncodedDatabase:
+        """The truncated database (in memory)."""
+        return self.db._derived(self.db.schema, self.arrays)
 
 
 class EncodedDatabase:
@@ -474,17 +479,11 @@ class EncodedDatabase:
         return name in self.table_names
 
     # -- privacy-unit caps and key attributes -------------------------------------------------
-    def enforce_caps(self, *, salt: int = 0x5EED):  # noqa: ANN201 - (EncodedDatabase, CapReport)
-        """:func:`relviz.privacy.measure.enforce_caps` on the codes (its shared loop,
-        ``truncate_to_caps``): the same rows kept, the same report. Returns ``(truncated
-        database, report)``; ``self`` is unchanged."""
-        from relviz.privacy.measure import truncate_to_caps
-
-        if self._schema.privacy_unit is None:
-            return self, truncate_to_caps(self._schema, None, salt)
-        state = _ArrayState(self, self._valid().copy())
-        report = truncate_to_caps(self._schema, state, salt)
-        return self._derived(self._schema, state.arrays), report
+    def truncation_state(self) -> _ArrayState:
+        """A copy of the arrays that :func:`relviz.privacy.measure.enforce_caps` truncates (its
+        shared loop, ``truncate_to_caps``: the same rows kept as on a ``Database``); ``self`` is
+        unchanged."""
+        return _ArrayState(self, self._valid().copy())
 
     def _drop(self, arrays: _Arrays, table: str, mask: np.ndarray) -> None:
         """Drop rows ``mask`` of ``table`` and, transitively, every row referring to a dropped
@@ -557,34 +556,29 @@ class EncodedDatabase:
             raise DataError(list(self._problems or ()))
         return self._arrays
 
-    def _connect(self):  # noqa: ANN202 - context manager of (connection, {table: SQL source})
-        import contextlib
-
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[tuple[Any, dict[str, str]]]:
+        """A DuckDB connection to the source (read-only for a file) and ``{table: SQL source}``
+        (:meth:`_sources`); closed on exit."""
         import duckdb
 
-        @contextlib.contextmanager
-        def opened():  # noqa: ANN202
-            if self._path is None:
-                raise DataError([Problem("missing_table", "this encoded database has no source left")])
-            if self._kind == "duckdb":
-                con = duckdb.connect(str(self._path), read_only=True)
-            else:
-                con = duckdb.connect()
-            try:
-                for k, v in self._settings.items():
-                    if v is not None:
-                        con.execute(f"SET {k} = '{v}'")
-                yield con, self._sources(con)
-            finally:
-                con.close()
-        return opened()
+        if self._path is None:
+            raise DataError([Problem("missing_table", "this encoded database has no source left")])
+        con = duckdb.connect(str(self._path), read_only=True) if self._kind == "duckdb" else duckdb.connect()
+        try:
+            for k, v in self._settings.items():
+                if v is not None:
+                    con.execute(f"SET {k} = '{v}'")
+            yield con, self._sources(con)
+        finally:
+            con.close()
 
     def _sources(self, con: Any) -> dict[str, str]:
         """``{table: SQL relation with a 0-based row position __pos and the stored columns}``."""
         out = {}
         if self._kind == "duckdb":
-            names = {r[0] for r in con.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()}
+            names = [r[0] for r in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE NOT internal ORDER BY table_name").fetchall()]
             for n in names:
                 lo, hi, count = con.execute(f"SELECT min(rowid), max(rowid), count(*) FROM {_q(n)}").fetchall()[0]
                 if count == 0 or (lo == 0 and hi == count - 1):
@@ -709,7 +703,7 @@ class EncodedDatabase:
             out.append(Problem("null_key", "nulls in the primary key", table, ", ".join(cols), int(n_null)))
         groups = (f"SELECT {key}, count(*) AS n, min(__pos) AS first FROM {source} WHERE NOT ({null}) "
                   f"GROUP BY {key} HAVING count(*) > 1")
-        count, ex = _counted(con, groups, len(cols))
+        count, ex, _ = _counted(con, groups, len(cols))
         if count:
             out.append(Problem("duplicate_key", "duplicate primary-key values", table, ", ".join(cols),
                                count, ex))
@@ -748,7 +742,7 @@ class EncodedDatabase:
         groups = (f"SELECT {ckeys}, count(*) AS n, min(c.__pos) AS first FROM {child} c "
                   f"WHERE NOT ({' OR '.join(f'c.{_q(a)} IS NULL' for a in fk.columns)}) "
                   f"AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {on}) GROUP BY {ckeys}")
-        count, ex, distinct = _counted(con, groups, len(fk.columns), distinct=True)
+        count, ex, distinct = _counted(con, groups, len(fk.columns))
         if count:
             out.append(Problem("orphan",
                                f"FK {fk.name!r} values with no {fk.parent} row "

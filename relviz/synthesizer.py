@@ -478,7 +478,7 @@ class RelationalSynthesizer:
             DataError: the written database fails a key check (a bug in relviz, not a user error).
         """
         from relviz.database import _write_parquet
-        from relviz.stream import KeyValues, StreamedSample, check_files, repeats_note, write_table
+        from relviz.stream import KeyValues, StreamedSample, check_files, write_table
 
         if int(chunk_rows) != chunk_rows or chunk_rows < 1:
             raise ValueError(f"chunk_rows must be a positive integer, not {chunk_rows!r}")

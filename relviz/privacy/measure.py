@@ -328,11 +328,10 @@ def enforce_caps(db: Database, *, salt: int = 0x5EED) -> tuple[Database, CapRepo
     Returns:
         ``(truncated database, report)``.
     """
-    if hasattr(db, "enforce_caps"):  # relviz.source.EncodedDatabase
-        return db.enforce_caps(salt=salt)
-    state = _FrameState(db)
+    # an out-of-core relviz.source.EncodedDatabase is truncated on its arrays
+    state = db.truncation_state() if hasattr(db, "truncation_state") else _FrameState(db)
     report = truncate_to_caps(db.schema, state, salt)
-    return state.db, report
+    return state.result(), report
 
 
 class _FrameState:
@@ -352,6 +351,9 @@ class _FrameState:
 
     def drop(self, name: str, mask: np.ndarray) -> None:
         self.db = drop_rows(self.db, name, mask)
+
+    def result(self) -> Database:
+        return self.db
 
 
 def truncate_to_caps(schema, state, salt: int) -> CapReport:  # noqa: ANN001 - Schema, a state
