@@ -328,7 +328,7 @@ def figure(df: pd.DataFrame, path: Path) -> None:
     fig.update_layout(title="relviz on TPC-H: seconds per stage against line items (log–log)",
                       xaxis_title="line items", yaxis_title="seconds", xaxis_type="log",
                       yaxis_type="log", template="plotly_white")
-    fig.write_html(path, include_plotlyjs="cdn")
+    fig.write_html(path, include_plotlyjs=True)  # embedded: the page opens offline
 
 
 def main() -> None:
