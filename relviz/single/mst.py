@@ -23,12 +23,24 @@ marginals are computed directly as outer products of the non-negative least-squa
 estimates (what ``mbi`` returns for 1-way cliques, without a JIT compile); mbi samples with the
 global numpy RNG, so sampling runs inside a context that seeds it from the caller's generator and
 restores it afterwards.
+
+**Latent columns** (``fit(latent=…, own_sensitivity=…)``, used by PrivLava's augmented tables,
+docs/methods/privlava.md §4): when some attributes are latent columns whose values change on
+rows the neighbour leaves otherwise untouched, a marginal without any of them has a smaller
+sensitivity (``own_sensitivity``). The 1-way and the 2-way marginals are then each released as
+two Gaussian vectors, one without and one with latent columns, the step's ρ split by their
+numbers of marginals, so that every marginal gets ``σ = Δ·√n/√(2ρ_step)`` with its own ``Δ``
+(the same cost as ``n`` marginals of sensitivity 1 at ``σ/Δ``: Σ Δ²/σ² is unchanged per
+marginal). A selection score of a pair with a latent column is scaled by ``own/full`` score
+sensitivity, so every candidate's score has the own sensitivity and the exponential mechanism
+runs at it (the scaling is public). Without ``latent`` a fit is exactly as above.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations
@@ -138,6 +150,55 @@ def _thirds(rho: Fraction) -> tuple[Fraction, Fraction, Fraction]:
     return rho1, rho2, rho - rho1 - rho2
 
 
+def _split_rho(rho: Fraction, n_heavy: int, n: int) -> tuple[Fraction, Fraction]:
+    """``(ρ of the marginals without latent columns, ρ of those with)``: ``ρ`` split by count."""
+    own = rho * Fraction(n - n_heavy, n) if n else Fraction(0)
+    return own, rho - own
+
+
+def _own_histogram(attrs, latent: Collection[str], full: float,  # noqa: ANN001
+                   own_sensitivity: tuple[float, float] | None) -> float | None:
+    """The histogram sensitivity of marginals without latent columns, or None when the split
+    does not apply (no latent attribute among ``attrs``, only latent ones, or no smaller own
+    sensitivity)."""
+    lat = set(latent) & set(attrs)
+    if not lat or len(lat) == len(attrs) or own_sensitivity is None:
+        return None
+    own_h, own_s = own_sensitivity
+    return float(own_h) if 0 < own_h < full and own_s > 0 else None
+
+
+def _release(budget: Budget, exact: list[np.ndarray], heavy: list[bool], rho: Fraction,
+             full: float, own: float | None, what: str, unit: str, step: str
+             ) -> tuple[list[np.ndarray], list[float]]:
+    """Release the marginals ``exact`` with the Gaussian mechanism: one vector at sensitivity
+    ``full·√n`` when ``own`` is None or none is ``heavy``, else two (without / with latent
+    columns) with ``ρ`` split by count (module docstring). Returns the noisy marginals and each
+    one's σ, in the order of ``exact``."""
+    n = len(exact)
+    sizes = [len(x) for x in exact]
+    n_heavy = sum(heavy)
+    if own is None or n_heavy == 0:
+        noisy, sigma = budget.gaussian(np.concatenate(exact), rho=rho, sensitivity=full * math.sqrt(n),
+                                       label=f"{what} ({n} {unit})", source=SOURCE + " " + step,
+                                       integer=True)
+        return np.split(noisy, np.cumsum(sizes)[:-1]), [sigma] * n
+    rho_own, rho_heavy = _split_rho(rho, n_heavy, n)
+    out: list[np.ndarray] = [np.empty(0)] * n
+    sigmas = [0.0] * n
+    for flag, r, sens, tag in ((False, rho_own, own, "without latent columns"),
+                               (True, rho_heavy, full, "with latent columns")):
+        idx = [i for i in range(n) if heavy[i] == flag]
+        if not idx:
+            continue
+        noisy, sigma = budget.gaussian(
+            np.concatenate([exact[i] for i in idx]), rho=r, sensitivity=sens * math.sqrt(len(idx)),
+            label=f"{what} ({len(idx)} {unit} {tag})", source=SOURCE + " " + step, integer=True)
+        for i, piece in zip(idx, np.split(noisy, np.cumsum([sizes[i] for i in idx])[:-1])):
+            out[i], sigmas[i] = piece, sigma
+    return out, sigmas
+
+
 @dataclass
 class MSTModel:
     """A fitted MST model.
@@ -183,6 +244,7 @@ class MST:
     """
 
     name: ClassVar[str] = "mst"
+    latent_sensitivity: ClassVar[bool] = True  # fit(latent=…, own_sensitivity=…): module docstring
     label: ClassVar[str] = "MST (maximum spanning tree, Private-PGM)"
     gaussian_only: ClassVar[bool] = False
     iters: int = 1000
@@ -206,7 +268,8 @@ class MST:
                 for a in table.attributes if a.size > self.max_domain]
 
     def noise_scales(self, table: Table, rho: Fraction | float, *, histogram_sensitivity: float,
-                     score_sensitivity: float) -> dict[str, float]:
+                     score_sensitivity: float, latent: Collection[str] = (),
+                     own_sensitivity: tuple[float, float] | None = None) -> dict[str, float]:
         """σ of every Gaussian release :meth:`fit` makes on ``table`` with budget ``rho``.
 
         Public computation (reads no data): the same ρ thirds and sensitivities as ``fit``, so the
@@ -221,6 +284,8 @@ class MST:
             rho: The table's ρ (exact ``Fraction`` as in ``Plan.rho_of``; floats are converted).
             histogram_sensitivity: The unit's histogram multiplier for the table.
             score_sensitivity: The unit's score multiplier (selection only; no σ depends on it).
+            latent, own_sensitivity: As in :meth:`fit`; then the 1-way and 2-way releases are
+                each listed twice, without and with latent columns.
 
         Returns:
             ``{release label: σ}`` in release order; σ is per cell of the released vector.
@@ -233,14 +298,38 @@ class MST:
             return Independent().noise_scales(table, rho, histogram_sensitivity=histogram_sensitivity,
                                               score_sensitivity=score_sensitivity)
         rho1, _, rho3 = _thirds(rho)
-        return {
-            f"1-way marginals ({d} attributes)": gaussian_sigma(histogram_sensitivity * math.sqrt(d), rho1),
-            f"2-way marginals ({d - 1} tree edges)":
+        own = _own_histogram(table.attribute_names, latent, histogram_sensitivity, own_sensitivity)
+        if own is None:
+            return {
+                f"1-way marginals ({d} attributes)": gaussian_sigma(histogram_sensitivity * math.sqrt(d), rho1),
+                f"2-way marginals ({d - 1} tree edges)":
+                    gaussian_sigma(histogram_sensitivity * math.sqrt(d - 1), rho3),
+            }
+        n_lat = len(set(latent) & set(table.attribute_names))
+        return {  # σ = Δ·√n/√(2ρ_step) for each group (module docstring)
+            f"1-way marginals ({d - n_lat} attributes without latent columns)":
+                gaussian_sigma(own * math.sqrt(d), rho1),
+            f"1-way marginals ({n_lat} attributes with latent columns)":
+                gaussian_sigma(histogram_sensitivity * math.sqrt(d), rho1),
+            "2-way marginals (tree edges without latent columns)":
+                gaussian_sigma(own * math.sqrt(d - 1), rho3),
+            "2-way marginals (tree edges with latent columns)":
                 gaussian_sigma(histogram_sensitivity * math.sqrt(d - 1), rho3),
         }
 
     def fit(self, data: PrivateTable, budget: Budget, *, histogram_sensitivity: float,
-            score_sensitivity: float, progress: Reporter) -> MSTModel:
+            score_sensitivity: float, progress: Reporter, latent: Collection[str] = (),
+            own_sensitivity: tuple[float, float] | None = None) -> MSTModel:
+        """Fit MST to ``data`` within ``budget`` (module docstring).
+
+        Args:
+            histogram_sensitivity, score_sensitivity: The unit's multipliers for the table (for
+                every marginal and score when ``latent`` is empty).
+            latent: Attributes whose values may change on rows the neighbour otherwise leaves
+                alone (PrivLava's latent columns, docs/methods/privlava.md §4).
+            own_sensitivity: ``(histogram, score)`` multipliers of marginals and scores without
+                any ``latent`` attribute; ignored unless positive and below the full ones.
+        """
         mbi = import_mbi()
         attrs = tuple(data.attributes)
         sizes = dict(zip(attrs, data.sizes))
@@ -253,17 +342,22 @@ class MST:
 
         # 1. one-way marginals --------------------------------------------------------------
         progress(0.02, "measuring 1-way marginals")
+        own = _own_histogram(attrs, latent, histogram_sensitivity, own_sensitivity)
+        heavy_attr = {a: own is not None and a in set(latent) for a in attrs}
         exact1 = [data.marginal((a,)) for a in attrs]
-        noisy1, sigma1 = budget.gaussian(
-            np.concatenate(exact1), rho=rho1, sensitivity=histogram_sensitivity * math.sqrt(d),
-            label=f"1-way marginals ({d} attributes)", source=SOURCE + " step 1", integer=True)
-        y1 = dict(zip(attrs, np.split(noisy1, np.cumsum([sizes[a] for a in attrs])[:-1])))
+        noisy1, sig1 = _release(budget, exact1, [heavy_attr[a] for a in attrs], rho1,
+                                histogram_sensitivity, own, "1-way marginals", "attributes", "step 1")
+        y1 = dict(zip(attrs, noisy1))
+        sigma_of = dict(zip(attrs, sig1))
+        # a pair's score with a latent column is scaled to the own score sensitivity (public)
+        score_scale = 1.0 if own is None else float(own_sensitivity[1]) / score_sensitivity  # type: ignore[index]
+        score_sens = score_sensitivity * score_scale
 
         # 2. compression (3σ rule) ------------------------------------------------------------
         mapping: dict[str, np.ndarray] = {}
         for a in attrs:
             if sizes[a] > self.compress_above:
-                rare = y1[a] < 3 * sigma1
+                rare = y1[a] < 3 * sigma_of[a]
                 if 2 <= rare.sum() < sizes[a]:
                     codes = np.empty(sizes[a], dtype=np.int64)
                     codes[~rare] = np.arange((~rare).sum())
@@ -272,8 +366,8 @@ class MST:
         full_domain = mbi.Domain(attrs, [sizes[a] for a in attrs])
         csize = {a: int(mapping[a].max()) + 1 if a in mapping else sizes[a] for a in attrs}
         domain = mbi.Domain(attrs, [csize[a] for a in attrs])
-        meas1 = [mbi.LinearMeasurement(y1[a], (a,), stddev=sigma1).compress(mapping, full_domain)
-                 if a in mapping else mbi.LinearMeasurement(y1[a], (a,), stddev=sigma1)
+        meas1 = [mbi.LinearMeasurement(y1[a], (a,), stddev=sigma_of[a]).compress(mapping, full_domain)
+                 if a in mapping else mbi.LinearMeasurement(y1[a], (a,), stddev=sigma_of[a])
                  for a in attrs]
 
         # 3. selection: Kruskal with the exponential mechanism -------------------------------------
@@ -288,7 +382,8 @@ class MST:
         weights = {}
         for a, b in pairs:
             x_ab = self._compressed(data.marginal((a, b)), a, b, sizes, mapping, csize)
-            weights[(a, b)] = float(np.abs(x_ab - total * np.outer(p1[a], p1[b]).ravel()).sum())
+            weights[(a, b)] = float(np.abs(x_ab - total * np.outer(p1[a], p1[b]).ravel()).sum()) \
+                * (score_scale if heavy_attr[a] or heavy_attr[b] else 1.0)
         tree = nx.Graph()
         tree.add_nodes_from(attrs)
         comp = {a: i for i, a in enumerate(attrs)}
@@ -307,7 +402,7 @@ class MST:
             if not cands:  # remaining components cannot be joined (max_cells): budget unspent
                 break
             scores = np.array([weights[p] for p in cands])
-            i = budget.exponential(scores, rho=step_rho[step], sensitivity=score_sensitivity,
+            i = budget.exponential(scores, rho=step_rho[step], sensitivity=score_sens,
                                    label=f"tree edge {step + 1} of {n_steps}", source=SOURCE + " step 3")
             a, b = cands[i]
             selected.append((a, b))
@@ -321,11 +416,10 @@ class MST:
         meas2 = []
         if selected:
             exact2 = [data.marginal(p) for p in selected]
-            k = len(selected)
-            noisy2, sigma2 = budget.gaussian(
-                np.concatenate(exact2), rho=rho3, sensitivity=histogram_sensitivity * math.sqrt(k),
-                label=f"2-way marginals ({k} tree edges)", source=SOURCE + " step 4", integer=True)
-            for (a, b), y in zip(selected, np.split(noisy2, np.cumsum([len(x) for x in exact2])[:-1])):
+            noisy2, sig2 = _release(budget, exact2, [heavy_attr[a] or heavy_attr[b] for a, b in selected],
+                                    rho3, histogram_sensitivity, own, "2-way marginals", "tree edges",
+                                    "step 4")
+            for (a, b), y, sigma2 in zip(selected, noisy2, sig2):
                 m = mbi.LinearMeasurement(y, (a, b), stddev=sigma2)
                 meas2.append(m.compress(mapping, full_domain) if (a in mapping or b in mapping) else m)
 

@@ -711,3 +711,132 @@ def test_pooled_group_sizes_average_every_iterations_size_histogram():
                       / np.abs(marginal(p_last) - true_marginal).sum())
     assert np.mean(ratios) < 0.6, np.mean(ratios)
     assert pooled_group_sizes(p_last, p_z, spec, []) is p_last  # nothing logged: unchanged
+
+
+# -- own columns: marginals without latent columns (docs/methods/privlava.md §4) -------------------
+def _augmented_marginals(db: Database, table: str, fk_cols: str, child: str, attrs: list[str]
+                         ) -> dict[tuple[str, ...], np.ndarray]:
+    """Marginals of ``table`` augmented with a latent column ``Z`` that is an arbitrary function
+    of each row's group (a hash of its children's values; a keyed constant when childless), on
+    its own attributes and with ``Z``."""
+    kids = db[child]
+    sig = kids.groupby(fk_cols)[["qty", "gift"]].apply(
+        lambda g: hash(tuple(sorted(map(tuple, g.to_numpy().tolist())))) % 4)
+    key = db.schema.table(table).primary_key[0]
+    t = db[table].set_index(key)
+    z = sig.reindex(t.index).fillna(-1).astype(int).to_numpy()
+    z = np.where(z < 0, t.index.to_numpy() % 4, z)
+    frame = t[attrs].assign(Z=z)
+    sizes = {a: db.schema.table(table).attribute(a).size for a in attrs} | {"Z": 4}
+    out = {}
+    for cols in [(a,) for a in attrs] + [tuple(attrs)] + [("Z",), (attrs[0], "Z")]:
+        idx = np.ravel_multi_index([frame[c].to_numpy() for c in cols], [sizes[c] for c in cols])
+        out[cols] = np.bincount(idx, minlength=int(np.prod([sizes[c] for c in cols]))).astype(float)
+    return out
+
+
+def _check_own(base: dict, other: dict, s, table: str) -> None:  # noqa: ANN001
+    for cols, m in base.items():
+        d = other[cols] - m
+        latent = "Z" in cols
+        assert np.linalg.norm(d) <= (s.hist if latent else s.hist_own)[table] + 1e-9, cols
+        assert np.abs(d).sum() <= (s.score if latent else s.score_own)[table] + 1e-9, cols
+
+
+def test_own_column_marginals_have_the_own_sensitivity_on_every_neighbour():
+    """A parent's marginals without its latent columns change by at most ``hist_own`` (L2) and
+    ``score_own`` (L1), those with one by ``hist``/``score``, on every neighbour: under the tuple
+    unit (an item moves to another order or changes its values: √2 / 2 for own columns, while two
+    orders may get new latent columns: 2√2 / 4), and under the entity unit (an order and its
+    items removed: r = 1; the public products' own columns never change)."""
+    db = _shop(n_orders=30)
+    caps = dict(db.schema.privacy_unit.caps)
+    tuple_schema = db.schema.with_privacy_unit(PrivacyUnit(None, caps, neighbour="tuple"))
+    s = sensitivities(tuple_schema, multipliers(tuple_schema))
+    assert s.hist_own["orders"] == pytest.approx(math.sqrt(2))
+    assert s.hist["orders"] == pytest.approx(2 * math.sqrt(2))  # two orders' latent columns
+    assert s.score_own["orders"] == 2.0 and s.score["orders"] == 4.0
+    orders_marg = lambda d: _augmented_marginals(d, "orders", "order_id", "items", ["kind", "priority"])  # noqa: E731
+    base = orders_marg(db)
+    rng = np.random.default_rng(0)
+    items = db["items"]
+    for i in rng.choice(len(items), 25, replace=False):
+        moved = items.copy()
+        moved.loc[i, "order_id"] = (items.loc[i, "order_id"] + 1 + rng.integers(0, 29)) % 30
+        moved.loc[i, "qty"] = rng.integers(0, 4)
+        nb = Database(tuple_schema, {**{t: db[t] for t in db.schema.table_names}, "items": moved})
+        _check_own(base, orders_marg(nb), s, "orders")
+    for o in range(0, 30, 3):
+        changed = db["orders"].copy()
+        changed.loc[o, ["kind", "priority"]] = [(changed.loc[o, "kind"] + 1) % 3, 0]
+        nb = Database(tuple_schema, {**{t: db[t] for t in db.schema.table_names}, "orders": changed})
+        _check_own(base, orders_marg(nb), s, "orders")
+    # entity unit: one order and its items removed
+    e = sensitivities(db.schema, multipliers(db.schema))
+    assert e.hist_own["orders"] == 1.0 and e.hist_own["products"] == 0.0
+    prod_marg = lambda d: _augmented_marginals(d, "products", "product_id", "items", ["category"])  # noqa: E731
+    base_p = prod_marg(db)
+    for victim in range(0, 30, 2):
+        nb = Database(db.schema, {**{t: db[t] for t in db.schema.table_names},
+                                  "orders": db["orders"][db["orders"]["order_id"] != victim],
+                                  "items": items[items["order_id"] != victim]})
+        other = orders_marg(nb)
+        for cols in base:
+            if "Z" not in cols:  # surviving orders keep their own columns: only the victim goes
+                assert np.linalg.norm(other[cols] - base[cols]) <= e.hist_own["orders"] + 1e-9
+        other_p = prod_marg(nb)
+        for cols in base_p:
+            if "Z" not in cols:
+                assert np.array_equal(other_p[cols], base_p[cols])
+
+
+def test_mst_releases_own_column_marginals_at_the_own_sensitivity():
+    """MST with latent columns: the marginals without them are released at ``own·√n/√(2ρ_step)``
+    and those with them at ``full·√n/√(2ρ_step)`` (the step's ρ split by count), the ledger spends
+    the budget exactly, and ``noise_scales`` gives the same σ's; without ``own_sensitivity`` the
+    fit is the plain one (one release per step)."""
+    from relviz.encoding import EncodedTable
+    from relviz.privacy.accountant import Accountant
+    from relviz.privacy.budget import Budget
+    from relviz.privacy.measure import PrivateTable, ReadLog
+    from relviz.single.mst import MST
+
+    rng = np.random.default_rng(1)
+    n = 3000
+    a = rng.integers(0, 3, n)
+    codes = np.column_stack([a, (a + rng.integers(0, 2, n)) % 4, rng.integers(0, 2, n),
+                             rng.integers(0, 2, n)])
+    attrs = ("a", "b", "__Z1[e]", "__Z2[e]")
+    enc = EncodedTable("t", attrs, (3, 4, 2, 2), codes)
+    table = Table("t", ("id",), tuple(Attribute.categorical(x, list(range(k)))
+                                      for x, k in zip(attrs, (3, 4, 2, 2))))
+    rho = Fraction(1, 10)
+    full, own = 2 * math.sqrt(2), (math.sqrt(2), 2.0)
+    mst = MST(iters=100, required=(("__Z1[e]", "__Z2[e]"),))
+    for own_sens in (own, None):
+        acc = Accountant(rho, delta=1e-6)
+        budget = Budget(acc, "t", rho, np.random.default_rng(0))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mst.fit(PrivateTable(enc, ReadLog()), budget, histogram_sensitivity=full, score_sensitivity=4.0,
+                    progress=lambda *_: None, latent=attrs[2:], own_sensitivity=own_sens)
+        assert float(acc.spent()) == pytest.approx(float(rho), rel=1e-12)
+        gauss = {e.label: e.sigma for e in acc.ledger if e.sigma is not None}
+        scales = mst.noise_scales(table, rho, histogram_sensitivity=full, score_sensitivity=4.0,
+                                  latent=attrs[2:], own_sensitivity=own_sens)
+        rho1 = float(rho) / 3
+        if own_sens is None:
+            assert set(gauss) == {"1-way marginals (4 attributes)", "2-way marginals (3 tree edges)"}
+            assert gauss == pytest.approx(scales)
+            continue
+        own_1 = "1-way marginals (2 attributes without latent columns)"
+        lat_1 = "1-way marginals (2 attributes with latent columns)"
+        assert gauss[own_1] == pytest.approx(math.sqrt(2) * 2 / math.sqrt(2 * rho1), rel=1e-12)
+        assert gauss[lat_1] == pytest.approx(full * 2 / math.sqrt(2 * rho1), rel=1e-12)
+        assert (scales[own_1], scales[lat_1]) == pytest.approx((gauss[own_1], gauss[lat_1]), rel=1e-12)
+        two_way = {k: v for k, v in gauss.items() if k.startswith("2-way")}
+        with_latent = [v for k, v in two_way.items() if "with latent" in k]
+        assert with_latent == pytest.approx([scales["2-way marginals (tree edges with latent columns)"]])
+        if any("without" in k for k in two_way):  # (a, b) selected: released at the own Δ
+            assert [v for k, v in two_way.items() if "without" in k] == pytest.approx(
+                [scales["2-way marginals (tree edges without latent columns)"]])

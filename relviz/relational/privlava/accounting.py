@@ -18,13 +18,19 @@ docs/methods/privlava.md:
   (√2 in L2, 2 in L1), so ``Δ_cnt = √2·max_T g_T(e)``, ``Δ_lat = τ·Δ_cnt`` (a group's latent
   contribution has L1 ≤ τ, and ``‖v − v'‖₂ ≤ √2·τ`` for non-negative vectors), table histograms
   ``√2·max_T([T = R] + m_T(R))`` and scores twice the rows. Strict only.
+* **Own columns** (relviz's, both units): a row that only gets new latent columns keeps its own
+  attribute values, so a marginal or score on a table's own attributes (no latent column) counts
+  only the rows the neighbour removes or changes: ``r(R)`` under the entity unit, one row (√2 in
+  L2, 2 in L1) under the tuple unit (``T = R``), 0 for a public table
+  (``Sensitivities.hist_own``). The single-relation models release those marginals at that
+  sensitivity and the ones with a latent column at the full one (``relviz.single.mst``).
 * The row unit (a row re-points up to 2τ children) is not covered: :func:`sensitivities` refuses.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from relviz.errors import Problem
@@ -51,12 +57,18 @@ class Sensitivities:
         hist: ``{table: Δ}`` of a histogram query (marginal, total) on the table as PrivLava
             models it (inherited latent columns included; public tables augmented).
         score: ``{table: Δ}`` of an L1 score on the table (MST selection, ``err~``).
+        hist_own, score_own: ``{table: Δ}`` of the same queries on the table's own attributes
+            only (no latent column): the rows that only get new latent columns do not change
+            them, so only the rows the neighbour removes (entity unit: ``r``) or changes (tuple
+            unit: one row, √2 and 2) count; 0 for a public table.
     """
 
     cnt: dict[str, float]
     latent: dict[str, float]
     hist: dict[str, float]
     score: dict[str, float]
+    hist_own: dict[str, float] = field(default_factory=dict)
+    score_own: dict[str, float] = field(default_factory=dict)
 
 
 def unit_problems(schema: Schema) -> list[Problem]:
@@ -129,13 +141,16 @@ def sensitivities(schema: Schema, mult: Multipliers, linked: frozenset[str] | se
         for t in tables:
             hist[t] = math.sqrt(2.0) * max(h_max[t], 1)
             score[t] = 2.0 * max(h_max[t], 1)
-        return Sensitivities(cnt, latent, hist, score)
+        own = {t: 1.0 if t in private else 0.0 for t in tables}  # only T = t changes own columns
+        return Sensitivities(cnt, latent, hist, score, {t: math.sqrt(2.0) * v for t, v in own.items()},
+                             {t: 2.0 * v for t, v in own.items()})
     a2, a1 = (math.sqrt(2.0), 2.0) if mult.strict else (1.0, 1.0)
     m_aug = {t: 0 for t in tables}
     for fk in order:
         cnt[fk.name] = mult.g_rem[fk.name] + a2 * mult.g_mod[fk.name]
         latent[fk.name] = _cap(schema, fk) * cnt[fk.name]
         m_aug[fk.parent] += mult.g_mod[fk.name]
+    hist_own, score_own = {}, {}
     for t in tables:
         if t in private:
             r, m = mult.r[t], mult.m[t]
@@ -143,7 +158,8 @@ def sensitivities(schema: Schema, mult: Multipliers, linked: frozenset[str] | se
             r, m = 0, m_aug[t]
         hist[t] = r + a2 * m
         score[t] = r + a1 * m
-    return Sensitivities(cnt, latent, hist, score)
+        hist_own[t] = score_own[t] = float(r)  # surviving rows keep their own columns
+    return Sensitivities(cnt, latent, hist, score, hist_own, score_own)
 
 
 def n_inc(d: int) -> int:

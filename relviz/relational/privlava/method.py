@@ -305,9 +305,11 @@ class PrivLava:
             from relviz.single import get as get_mechanism
 
             table = self._augmented_table(schema, component.name, linked)
-            return dict(get_mechanism(component.method, **component.params).noise_scales(
+            mech = get_mechanism(component.method, **component.params)
+            return dict(mech.noise_scales(
                 table, rho, histogram_sensitivity=sens.hist[component.name],
-                score_sensitivity=sens.score[component.name]))
+                score_sensitivity=sens.score[component.name],
+                **_own_kwargs(mech, sens, component.name, table.attribute_names)))
         fk = schema.foreign_key(component.name)
         cal = self._calibration(schema, fk, rho, sens, linked)
         return {"Alg. 1 group sizes σ_size": cal.sigma_size,
@@ -444,7 +446,8 @@ class PrivLava:
                                               **dict(c.params)})
             singles[c.name] = mech.fit(PrivateTable(enc, curator.log), budgets[c.name],
                                        histogram_sensitivity=sens.hist[c.name],
-                                       score_sensitivity=sens.score[c.name], progress=rep)
+                                       score_sensitivity=sens.score[c.name], progress=rep,
+                                       **_own_kwargs(mech, sens, c.name, attrs))
             if not schema.table(c.name).public:
                 sizes[c.name] = float(enc.n_rows) if multipliers.row_unit else \
                     float(singles[c.name].total)
@@ -533,7 +536,8 @@ class PrivLava:
                   max_cells=max(4, self.max_clique_cells // K), required=_latent_pairs(attrs))
         obs = mst.fit(data, sub, histogram_sensitivity=sens.hist[fk.child],
                       score_sensitivity=sens.score[fk.child],
-                      progress=lambda f, msg="": rep(0.03 + 0.07 * f, f"Alg. 2 line 1: {msg}"))
+                      progress=lambda f, msg="": rep(0.03 + 0.07 * f, f"Alg. 2 line 1: {msg}"),
+                      **_own_kwargs(mst, sens, fk.child, attrs))
         measurements = list(getattr(obs, "measurements", ()))  # none when MST fell back (d ≤ 1)
         # groups (PrivLava §4.1)
         spec = LatentSpec(Z1(fk.name), Z2(fk.name), k, 0 if empty else 1, tau)
@@ -876,6 +880,16 @@ def _use_split(n_noisy: float, sigma_split: float, sizes: list[int], split_domai
         return False
     return latent_k(n_noisy, sigma_split, max(_coded_sizes(sizes, split_domains)), lam=lam,
                     k_max=k_max)[1]
+
+
+def _own_kwargs(mech, sens, table: str, attrs) -> dict:  # noqa: ANN001
+    """``latent``/``own_sensitivity`` keywords for a mechanism that releases marginals without
+    latent columns at the own-column sensitivity (``latent_sensitivity``, e.g. MST; module
+    ``accounting``'s "own columns"); empty for the others, which use the full one throughout."""
+    latent = tuple(a for a in attrs if a.startswith(("__Z1[", "__Z2[")))
+    if not latent or not getattr(type(mech), "latent_sensitivity", False):
+        return {}
+    return {"latent": latent, "own_sensitivity": (sens.hist_own[table], sens.score_own[table])}
 
 
 def _latent_pairs(attrs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
