@@ -892,3 +892,5 @@ def test_rebalanced_sizes_keep_the_model_marginal_over_the_synthetic_states():
     # a state no parent has keeps its conditional
     z3 = z[z != 3]
     np.testing.assert_array_equal(_rebalanced(p_size, p_z, z3)[:, 3], p_size[:, 3])
+    assert _reconcile(np.array([1, 1, 1]), 5, np.zeros(3, dtype=np.int64), np.ones((1, 1)), 1, 1,
+                      np.random.default_rng(0)).tolist() == [1, 1, 1]  # τ = s_min: nothing moves

@@ -942,40 +942,31 @@ def _reconcile(s: np.ndarray, target: int, z: np.ndarray, p_size: np.ndarray, s_
     """Adjust group sizes drawn from ``p_size(·|z)`` to sum to ``target`` (PrivLava Alg. 4 lines
     9–14 step 1; spec §9.5 step 1, and relviz's generation of a first FK's groups).
 
-    relviz spreads the difference in proportion to the sizes, which rescales the drawn
-    distribution instead of shifting it: a surplus removes children uniformly at random among
-    those above ``s_min`` (multivariate hypergeometric over ``s − s_min``); a shortfall adds
-    children to parents chosen with probability ∝ their size (at least 1) among those below
-    ``τ``. The spec's rule (one parent at a time, chosen ∝ ``p_size(s ± 1 | z)``) weighs a move by
-    the probability *per size*, which is highest at small sizes when the sizes are binned
-    geometrically: a difference of a few children per parent then drives the small groups to
-    ``s_min`` (nycflights13, flights per plane: 584 one-flight planes for the model's 66, KS
-    similarity 0.83 against the model's 0.96; docs/methods/privlava.md §5). ``z`` and ``p_size``
-    are kept in the signature for that reference rule.
+    relviz spreads the difference in proportion to the sizes, as the degree baseline does
+    (:func:`relviz.relational.degree.match_total` on ``s − s_min`` with the cap ``τ − s_min``),
+    which rescales the drawn distribution instead of shifting it: a surplus removes children
+    uniformly at random among those above ``s_min``; a shortfall adds children to parents chosen
+    ∝ their size among those below ``τ``. The spec's rule (one parent at a time, chosen ∝
+    ``p_size(s ± 1 | z)``) weighs a move by the probability *per size*, which is highest at small
+    sizes when the sizes are binned geometrically: a difference of a few children per parent then
+    drives the small groups to ``s_min`` (nycflights13, flights per plane: 584 one-flight planes
+    for the model's 66, KS similarity 0.83 against the model's 0.96; docs/methods/privlava.md §5).
+    ``z`` and ``p_size`` are kept in the signature for that reference rule.
 
     Returns:
         ``(n,)`` int64 sizes in ``[s_min, τ]`` summing to ``target`` when the bounds allow it
         (else as close as they allow).
     """
+    from relviz.relational.degree import match_total
+
     del z, p_size  # the drawn sizes already follow p_size(·|z); the difference is spread by size
-    s = np.asarray(s, dtype=np.int64).copy()
-    diff = int(target) - int(s.sum())
-    if diff < 0:
-        spare = np.maximum(s - s_min, 0)
-        take = min(-diff, int(spare.sum()))
-        if take:
-            s -= rng.multivariate_hypergeometric(spare, take)
-    for _ in range(64):  # a shortfall: ∝ size among parents with room (rarely needs a second pass)
-        if diff <= 0:
-            break
-        room = np.maximum(tau - s, 0)
-        w = np.where(room > 0, np.maximum(s, 1), 0).astype(np.float64)
-        if w.sum() <= 0:
-            break
-        add = np.minimum(rng.multinomial(diff, w / w.sum()), room)
-        s += add
-        diff -= int(add.sum())
-    return s
+    s = np.asarray(s, dtype=np.int64)
+    if tau <= s_min:  # one size only (match_total reads a cap of 0 as "no cap")
+        return np.full(len(s), int(tau), dtype=np.int64)
+    base = np.minimum(s, s_min)
+    extra = match_total(s - base, max(int(target) - int(base.sum()), 0), rng,
+                        cap=max(int(tau) - int(s_min), 0), offset=float(s_min), strict_cap=True)
+    return base + extra
 
 
 def _prefix_match(ex: np.ndarray, tp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
