@@ -870,6 +870,8 @@ def test_size_reconciliation_rescales_instead_of_shifting():
     floor = _reconcile(np.array([3, 4]), 0, np.zeros(2, dtype=np.int64), np.full((10, 1), 0.1),
                        1, 10, np.random.default_rng(2))
     assert floor.tolist() == [1, 1]
+    assert _reconcile(np.array([1, 1, 1]), 5, np.zeros(3, dtype=np.int64), np.ones((1, 1)), 1, 1,
+                      np.random.default_rng(0)).tolist() == [1, 1, 1]  # τ = s_min: nothing moves
 
 
 def test_rebalanced_sizes_keep_the_model_marginal_over_the_synthetic_states():
@@ -892,5 +894,3 @@ def test_rebalanced_sizes_keep_the_model_marginal_over_the_synthetic_states():
     # a state no parent has keeps its conditional
     z3 = z[z != 3]
     np.testing.assert_array_equal(_rebalanced(p_size, p_z, z3)[:, 3], p_size[:, 3])
-    assert _reconcile(np.array([1, 1, 1]), 5, np.zeros(3, dtype=np.int64), np.ones((1, 1)), 1, 1,
-                      np.random.default_rng(0)).tolist() == [1, 1, 1]  # τ = s_min: nothing moves
