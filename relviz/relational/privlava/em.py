@@ -403,6 +403,22 @@ def m_step(stats, spec: LatentSpec, scales: NoiseScales, budget: Budget, iterati
     return p_z, p_size, out
 
 
+def fit_margins(joint: np.ndarray, rows: np.ndarray, cols: np.ndarray, iters: int = 200) -> np.ndarray:
+    """Iterative proportional fitting (Deming & Stephan 1940) of a non-negative 2-D table to row
+    sums ``rows`` and column sums ``cols`` (rows and columns with no mass stay empty).
+
+    Returns:
+        A new ``joint.shape`` float64 table.
+    """
+    joint = np.array(joint, dtype=np.float64)
+    for _ in range(iters):
+        row = joint.sum(axis=1)
+        joint *= np.divide(rows, row, out=np.zeros_like(rows, dtype=np.float64), where=row > 0)[:, None]
+        col = joint.sum(axis=0)
+        joint *= np.divide(cols, col, out=np.zeros_like(cols, dtype=np.float64), where=col > 0)[None, :]
+    return joint
+
+
 def pooled_group_sizes(p_size: np.ndarray, p_z: np.ndarray, spec: LatentSpec, size_log: list,
                        n_children: float | None = None, iters: int = 200) -> np.ndarray:
     """``p_size(s | z)`` re-fitted to the group-size histogram pooled over every EM iteration
@@ -442,12 +458,7 @@ def pooled_group_sizes(p_size: np.ndarray, p_z: np.ndarray, spec: LatentSpec, si
     np.add.at(joint, bin_of, p_size)
     pz = np.maximum(np.asarray(p_z, dtype=np.float64), 0.0)
     pz = pz / pz.sum() if pz.sum() > 0 else np.full(spec.K, 1.0 / spec.K)
-    joint = joint * pz[None, :] + 1e-12 * (target[:, None] > 0)
-    for _ in range(iters):
-        row = joint.sum(axis=1)
-        joint *= np.divide(target, row, out=np.zeros_like(target), where=row > 0)[:, None]
-        col = joint.sum(axis=0)
-        joint *= np.divide(pz, col, out=np.zeros_like(pz), where=col > 0)[None, :]
+    joint = fit_margins(joint * pz[None, :] + 1e-12 * (target[:, None] > 0), target, pz, iters)
     col = joint.sum(axis=0)
     cond = np.divide(joint, col[None, :], out=np.zeros_like(joint), where=col[None, :] > 0)
     cond[:, col <= 0] = target[:, None]  # a state with no mass: the pooled marginal

@@ -70,6 +70,7 @@ from relviz.relational.privlava.em import (
     LatentSpec,
     NoiseScales,
     e_step,
+    fit_margins,
     keyed_uniforms,
     m_step,
     pooled_group_sizes,
@@ -925,12 +926,7 @@ def _rebalanced(p_size: np.ndarray, p_z: np.ndarray, z: np.ndarray, iters: int =
     q = n_z / n_z.sum()
     pz = np.maximum(np.asarray(p_z, dtype=np.float64), 0.0)
     target = p_size @ (pz / pz.sum()) if pz.sum() > 0 else p_size.mean(axis=1)
-    joint = p_size * q[None, :]
-    for _ in range(iters):
-        row = joint.sum(axis=1)
-        joint *= np.divide(target, row, out=np.zeros_like(target), where=row > 0)[:, None]
-        col = joint.sum(axis=0)
-        joint *= np.divide(q, col, out=np.zeros_like(q), where=col > 0)[None, :]
+    joint = fit_margins(p_size * q[None, :], target, q, iters)
     col = joint.sum(axis=0)
     out = np.divide(joint, col[None, :], out=np.zeros_like(joint), where=col[None, :] > 0)
     out[:, col <= 0] = p_size[:, col <= 0]
