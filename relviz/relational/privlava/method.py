@@ -935,14 +935,15 @@ def _rebalanced(p_size: np.ndarray, p_z: np.ndarray, z: np.ndarray, iters: int =
 
 def _reconcile(s: np.ndarray, target: int, z: np.ndarray, p_size: np.ndarray, s_min: int, tau: int,
                rng: np.random.Generator) -> np.ndarray:
-    """Adjust group sizes drawn from ``p_size(·|z)`` to sum to ``target`` (PrivLava Alg. 4 lines
-    9–14 step 1; spec §9.5 step 1, and relviz's generation of a first FK's groups).
+    """Adjust group sizes drawn from ``p_size(·|z)`` to sum to ``target`` (Cai, Xiao & Cormode,
+    SIGMOD 2023, Alg. 4 lines 9–14, generate-then-match; and relviz's generation of a first FK's
+    groups; docs/methods/privlava.md §5).
 
     relviz spreads the difference in proportion to the sizes, as the degree baseline does
     (:func:`relviz.relational.degree.match_total` on ``s − s_min`` with the cap ``τ − s_min``),
     which rescales the drawn distribution instead of shifting it: a surplus removes children
     uniformly at random among those above ``s_min``; a shortfall adds children to parents chosen
-    ∝ their size among those below ``τ``. The spec's rule (one parent at a time, chosen ∝
+    ∝ their size among those below ``τ``. The reference rule (one parent at a time, chosen ∝
     ``p_size(s ± 1 | z)``) weighs a move by the probability *per size*, which is highest at small
     sizes when the sizes are binned geometrically: a difference of a few children per parent then
     drives the small groups to ``s_min`` (nycflights13, flights per plane: 584 one-flight planes
