@@ -375,11 +375,19 @@ def fit_count_model(noisy: np.ndarray, sigma: float, *, tested: bool = True) -> 
     # χ²(n − 1) 99 % quantile says the counts vary more than the model allows. The KS test above
     # has little power on few parents (65 schools: Poisson kept in 2 of 20 noise seeds, KS
     # similarity 0.71 against the zero rule's 0.92; this test rejects both)
-    var = (1.0 - model_zero) * model_rate * (1.0 + model_zero * model_rate) + sigma ** 2
+    model = CountModel(model_rate, model_zero, gof)
+    return None if tested and count_model_rejected(y, sigma, model) else model
+
+
+def count_model_rejected(noisy: np.ndarray, sigma: float, model: CountModel, *,
+                         gof_critical: float = GOF_CRITICAL, level: float = DISPERSION_LEVEL) -> bool:
+    """The tests of :func:`fit_count_model`: the model's KS statistic ``model.gof`` above
+    ``gof_critical``, or the index-of-dispersion statistic ``Σ(y − ȳ)²`` over the model's variance
+    of ``y``, ``(1 − π₀)·λ·(1 + π₀·λ) + σ²``, above the χ²(n − 1) quantile ``1 − level``."""
+    y = np.asarray(noisy, dtype=np.float64)
+    var = (1.0 - model.zero) * model.rate * (1.0 + model.zero * model.rate) + sigma ** 2
     spread = float(((y - y.mean()) ** 2).sum() / var)
-    if tested and (gof > GOF_CRITICAL or spread > float(stats.chi2.ppf(1.0 - DISPERSION_LEVEL, n - 1))):
-        return None
-    return CountModel(model_rate, model_zero, gof)
+    return model.gof > gof_critical or spread > float(stats.chi2.ppf(1.0 - level, len(y) - 1))
 
 
 NPMLE_MASS = 0.999  # the deconvolution's atoms counted for BIC: those that carry this much mass
@@ -401,10 +409,7 @@ def count_model_holds(noisy: np.ndarray, sigma: float, model: CountModel) -> boo
     model's two (the atoms holding :data:`NPMLE_MASS` of its mass).
     """
     y = np.asarray(noisy, dtype=np.float64)
-    n = len(y)
-    var = (1.0 - model.zero) * model.rate * (1.0 + model.zero * model.rate) + sigma ** 2
-    spread = float(((y - y.mean()) ** 2).sum() / var)
-    if model.gof > GOF_CRITICAL_STRONG or spread > float(stats.chi2.ppf(1.0 - DISPERSION_STRONG, n - 1)):
+    if count_model_rejected(y, sigma, model, gof_critical=GOF_CRITICAL_STRONG, level=DISPERSION_STRONG):
         return False
     u, mult = np.unique(y, return_counts=True)
     dens = model.zero * stats.norm.pdf(u / sigma) / sigma + (1.0 - model.zero) \
@@ -836,10 +841,10 @@ class DegreeLinker:
                 label=f"children per {fk.parent} row ({rel.n_parent:,} parents"
                       + (" + null" if fk.nullable else "") + ")", module="degree", source=SOURCE, integer=True)
             vals = np.asarray(noisy[:-1] if fk.nullable else noisy, dtype=np.float64)
-            model = fit_count_model(vals, sigma) if self.public == "auto" else None
-            if model is None and self.public == "auto" and len(vals) > 1:
-                ml = fit_count_model(vals, sigma, tested=False)  # a rejection is confirmed by BIC
-                model = ml if ml is not None and count_model_holds(vals, sigma, ml) else None
+            # one maximum-likelihood fit; a rejection by its tests is confirmed by BIC
+            ml = fit_count_model(vals, sigma, tested=False) if self.public == "auto" else None
+            model = ml if ml is not None and (not count_model_rejected(vals, sigma, ml) or (
+                len(vals) > 1 and count_model_holds(vals, sigma, ml))) else None
             deconv = None
             w = vals if model is not None else self._zeroed(vals, sigma)
             if model is None and self.public == "auto" and len(vals) > 1:

@@ -789,7 +789,7 @@ class FittedPrivLava:
         if capacity is not None:
             n_null = min(n_null, capacity)
             target = min(target, capacity - n_null)
-        s = _reconcile(s, target, z, m.state.p_size, m.spec.s_min, m.spec.tau, rng)
+        s = _reconcile(s, target, m.spec.s_min, m.spec.tau, rng)
         parent = np.repeat(np.arange(len(z)), s)
         zz = z[parent]
         if n_null:
@@ -817,7 +817,7 @@ class FittedPrivLava:
         null_rows = rng.choice(n, size=n_null, replace=False) if n_null else np.zeros(0, np.int64)
         target = n - n_null
         s = pgm.sample_categorical(_rebalanced(m.state.p_size, m.state.p_z, z).T, z, rng) + m.spec.s_min
-        s = _reconcile(s, target, z, m.state.p_size, m.spec.s_min, m.spec.tau, rng)
+        s = _reconcile(s, target, m.spec.s_min, m.spec.tau, rng)
         parent = np.repeat(np.arange(len(z)), s)
         templates = self._draw(m, z[parent], rng)
         keep = np.setdiff1d(np.arange(n), null_rows)
@@ -933,8 +933,7 @@ def _rebalanced(p_size: np.ndarray, p_z: np.ndarray, z: np.ndarray, iters: int =
     return out
 
 
-def _reconcile(s: np.ndarray, target: int, z: np.ndarray, p_size: np.ndarray, s_min: int, tau: int,
-               rng: np.random.Generator) -> np.ndarray:
+def _reconcile(s: np.ndarray, target: int, s_min: int, tau: int, rng: np.random.Generator) -> np.ndarray:
     """Adjust group sizes drawn from ``p_size(·|z)`` to sum to ``target`` (Cai, Xiao & Cormode,
     SIGMOD 2023, Alg. 4 lines 9–14, generate-then-match; and relviz's generation of a first FK's
     groups; docs/methods/privlava.md §5).
@@ -948,7 +947,7 @@ def _reconcile(s: np.ndarray, target: int, z: np.ndarray, p_size: np.ndarray, s_
     sizes when the sizes are binned geometrically: a difference of a few children per parent then
     drives the small groups to ``s_min`` (nycflights13, flights per plane: 584 one-flight planes
     for the model's 66, KS similarity 0.83 against the model's 0.96; docs/methods/privlava.md §5).
-    ``z`` and ``p_size`` are kept in the signature for that reference rule.
+    The drawn sizes already follow ``p_size(·|z)``, so neither is needed here.
 
     Returns:
         ``(n,)`` int64 sizes in ``[s_min, τ]`` summing to ``target`` when the bounds allow it
@@ -956,7 +955,6 @@ def _reconcile(s: np.ndarray, target: int, z: np.ndarray, p_size: np.ndarray, s_
     """
     from relviz.relational.degree import match_total
 
-    del z, p_size  # the drawn sizes already follow p_size(·|z); the difference is spread by size
     s = np.asarray(s, dtype=np.int64)
     if tau <= s_min:  # one size only (match_total reads a cap of 0 as "no cap")
         return np.full(len(s), int(tau), dtype=np.int64)
