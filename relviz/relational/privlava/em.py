@@ -18,7 +18,9 @@ derivation of App. A; documented in docs/methods/privlava.md. One EM iteration:
 
 The first E-step of a run breaks the symmetry of ``θ = 0`` with data-independent randomness keyed
 per group (a keyed hash of the parent's primary key), so a group's draw does not depend on which
-other groups exist (PrivLava §4.3, Alg. 2 line 6; docs/methods/privlava.md §2).
+other groups exist (PrivLava §4.3, Alg. 2 line 6; docs/methods/privlava.md §2). relviz adds a
+share ``size_init`` of that start on the ``Z₁`` types of the group's size class (a function of
+the group alone, so the sensitivities are unchanged; docs/methods/privlava.md §2).
 """
 
 from __future__ import annotations
@@ -135,6 +137,9 @@ class LatentSpec:
         z1, z2: Names of the latent attributes; ``k``: their domain size (``K = k²`` states).
         s_min, tau: The group-size domain ``𝒮 = {s_min, …, τ}`` (``s_min`` = 0 when childless
             parents are groups of size 0, PrivLava §5.3; docs/methods/privlava.md §1).
+        size_init: Share in [0, 1) of each group's first-E-step responsibility put on the
+            ``Z₁`` state of its size class (:func:`size_states`); 0: the paper's
+            data-independent draw alone (docs/methods/privlava.md §2).
     """
 
     z1: str
@@ -142,6 +147,7 @@ class LatentSpec:
     k: int
     s_min: int
     tau: int
+    size_init: float = 0.0
 
     @property
     def K(self) -> int:  # noqa: N802 - the paper's symbol
@@ -215,7 +221,12 @@ def _posteriors(groups: Groups, state: EMState, spec: LatentSpec, blocks, log_pz
     size = groups.size[rows]
     if state.first:  # PrivLava Alg. 2 line 6: break the θ = 0 symmetry with keyed Dirichlet(1) draws
         e = -np.log(keyed_uniforms(groups.keys[rows], spec.K, salt))
-        return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+        q = e / e.sum(axis=1, keepdims=True)
+        if spec.size_init > 0:  # relviz: start Z₁ on the group's size class
+            on = (np.arange(spec.K)[None, :] // spec.k) == size_states(spec)[size - spec.s_min][:, None]
+            qs = np.where(on, e, 0.0)
+            q = (1.0 - spec.size_init) * q + spec.size_init * qs / qs.sum(axis=1, keepdims=True)
+        return q.astype(np.float32)
     if device is not None:
         score = _torch_scores(groups, blocks, rows, size, spec.K, device)
         blocks = []
@@ -320,6 +331,15 @@ def size_bins(spec: LatentSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     width = np.bincount(bin_of).astype(np.float64)
     mean = np.bincount(bin_of, weights=sizes.astype(np.float64)) / width
     return bin_of.astype(np.int64), width, mean
+
+
+def size_states(spec: LatentSpec) -> np.ndarray:
+    """``(|𝒮|,)`` the ``Z₁`` state of each group size for the size-informed first E-step: the
+    public size bins of :func:`size_bins`, in order, cut into at most ``k`` runs of equal
+    numbers of bins (public: only ``τ``, ``s_min`` and ``k``)."""
+    bin_of, _, _ = size_bins(spec)
+    nb = int(bin_of.max()) + 1
+    return (bin_of * min(spec.k, nb)) // nb
 
 
 def _pooled(cnt: np.ndarray) -> np.ndarray:

@@ -150,6 +150,11 @@ class PrivLava:
             this are split even when latent modelling is not λ-useful: two of them make a pair of
             over 4,096 cells, and their high digits are coarser bins of the same quantity
             (docs/methods/privlava.md §5). None: only ``split_domains``' rule.
+        size_init: Share of each group's first-E-step responsibility put on the ``Z₁`` types of
+            its size class (relviz: a parent attribute that goes with the group size but with
+            no child attribute reaches the size only through such a type;
+            docs/methods/privlava.md §2). 0: the paper's data-independent start (§4.3, Alg. 2
+            line 6).
         device: Where the E-step scoring runs: ``"auto"`` (torch on CUDA when present, else
             scipy.sparse on the CPU, which is faster there), ``"cpu"``/``"cuda"`` (torch there), or
             ``"scipy"``.
@@ -173,6 +178,7 @@ class PrivLava:
     split_domains: int | None = 20
     split_ordered_above: int | None = 64
     device: str = "auto"
+    size_init: float = 0.9
 
     def __post_init__(self) -> None:
         if self.assignment not in ("soft", "hard"):
@@ -182,6 +188,8 @@ class PrivLava:
                 raise ParameterError(name, f"{name} must be an integer ≥ {low}")
         if not self.lam > 0:
             raise ParameterError("lam", "λ must be positive")
+        if not 0 <= self.size_init < 1:
+            raise ParameterError("size_init", "size_init must be in [0, 1)")
         if self.m0 not in ("relviz", "paper"):
             raise ParameterError("m0", "m0 must be 'relviz' or 'paper'")
         if not (self.device in ("auto", "scipy", "cpu") or str(self.device).startswith("cuda")):
@@ -541,7 +549,7 @@ class PrivLava:
                       **_own_kwargs(mst, sens, fk.child, attrs))
         measurements = list(getattr(obs, "measurements", ()))  # none when MST fell back (d ≤ 1)
         # groups (PrivLava §4.1)
-        spec = LatentSpec(Z1(fk.name), Z2(fk.name), k, 0 if empty else 1, tau)
+        spec = LatentSpec(Z1(fk.name), Z2(fk.name), k, 0 if empty else 1, tau, self.size_init)
         order = np.argsort(parent_rows, kind="stable")
         cr, pr = child_rows[order], parent_rows[order]
         if empty:
