@@ -246,11 +246,13 @@ def _groups_of(db: Database, seed_key: int = 0) -> tuple[Groups, np.ndarray]:
         db["orders"]["order_id"].to_numpy()[parents]
 
 
-def test_e_step_statistics_respect_their_sensitivity_on_every_neighbour():
+@pytest.mark.parametrize("size_init", [0.0, 0.9])
+def test_e_step_statistics_respect_their_sensitivity_on_every_neighbour(size_init):
     """Remove one order and its items (the entity unit); with the same per-group draws and θ,
-    ‖Δ cnt(z)‖₂ ≤ Δ_cnt = 1 and ‖Δ latent marginal‖₂ ≤ τ (spec §13.2 test 11)."""
+    ‖Δ cnt(z)‖₂ ≤ Δ_cnt = 1 and ‖Δ latent marginal‖₂ ≤ τ (spec §13.2 test 11), with the paper's
+    start and with the size-informed one (docs/methods/privlava.md §2)."""
     db = _shop(n_orders=60)
-    spec = LatentSpec("Z1", "Z2", 2, 1, 4)
+    spec = LatentSpec("Z1", "Z2", 2, 1, 4, size_init)
     rng = np.random.default_rng(5)
     pots = [(("qty", "Z1"), rng.normal(size=(4, 2))), (("Z1", "Z2"), rng.normal(size=(2, 2)))]
     lat = [(("qty",), ("Z1",)), ((), ("Z1", "Z2"))]
