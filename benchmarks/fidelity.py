@@ -366,16 +366,29 @@ def _nanmean(values: Iterable[float]) -> float:
     return sum(v) / len(v) if v else float("nan")
 
 
+def workload_measures(name: str, real, syn, *, real_answers=None,  # noqa: ANN001
+                      census_queries: int = 2000) -> list[tuple[str, str, float]]:
+    """The papers' workload errors of ``syn`` against ``real`` (curator view) as ``(measure, item,
+    value)``: ``tpch_error`` per query then ``tpch_mean_error`` (``name == "tpch"``), or
+    ``census_error`` per panel then ``census_mean_error`` (``"census"``), and ``workload_error``
+    (the mean). ``real_answers``: TPC-H answers of ``real`` already computed."""
+    from relviz.evaluate import census_error_summary, tpch_errors
+
+    if name == "tpch":
+        errs = tpch_errors(real, syn, real_answers=real_answers)
+        out = [("tpch_error", r["query"], float(r["error"])) for r in errs.to_dict(orient="records")]
+        mean = _nanmean(float(x) for x in errs["error"])
+        return out + [("tpch_mean_error", "", mean), ("workload_error", "", mean)]
+    summ = census_error_summary(real, syn, n=census_queries, seed=0)
+    out = [("census_error", f"c={int(r['c'])},a={int(r['a'])}", float(r["mean_error"]))
+           for r in summ.to_dict(orient="records")]
+    mean = _nanmean(float(x) for x in summ["mean_error"])
+    return out + [("census_mean_error", "", mean), ("workload_error", "", mean)]
+
+
 def _evaluate(name: str, real, syn, opts: dict) -> list[tuple[str, str, float]]:  # noqa: ANN001
     """``(measure, item, value)`` of one synthetic database against the real one (curator view)."""
-    from relviz.evaluate import (
-        QualityReport,
-        census_error_summary,
-        cross_table_errors,
-        link_table_error,
-        tpch_errors,
-        validity,
-    )
+    from relviz.evaluate import QualityReport, cross_table_errors, link_table_error, validity
 
     out: list[tuple[str, str, float]] = []
     schema = real.schema
@@ -405,17 +418,10 @@ def _evaluate(name: str, real, syn, opts: dict) -> list[tuple[str, str, float]]:
         if e.n_workloads and not math.isnan(e.average_pct):
             out += [("xt3_avg_pct", e.name, e.average_pct), ("xt3_max_pct", e.name, e.maximum_pct)]
     if name == "tpch":
-        errs = tpch_errors(real, syn, real_answers=_tpch_real_answers(
+        out += workload_measures(name, real, syn, real_answers=_tpch_real_answers(
             opts["quick"], opts["tpch_sf"], opts["households"]))
-        out += [("tpch_error", r["query"], float(r["error"])) for r in errs.to_dict(orient="records")]
-        mean = _nanmean(float(x) for x in errs["error"])
-        out += [("tpch_mean_error", "", mean), ("workload_error", "", mean)]
     if name == "census":
-        summ = census_error_summary(real, syn, n=opts["census_queries"], seed=0)
-        out += [("census_error", f"c={int(r['c'])},a={int(r['a'])}", float(r["mean_error"]))
-                for r in summ.to_dict(orient="records")]
-        mean = _nanmean(float(x) for x in summ["mean_error"])
-        out += [("census_mean_error", "", mean), ("workload_error", "", mean)]
+        out += workload_measures(name, real, syn, census_queries=opts["census_queries"])
     out.append(("validity", "", float(validity(syn).score)))
     rows = syn.row_counts()
     out += [("synthetic_rows", t, float(rows[t])) for t in schema.private_tables]

@@ -53,7 +53,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import relviz  # noqa: E402
 from relviz.database import Database  # noqa: E402
-from relviz.evaluate import census_error_summary, tpch_errors, tpch_query_answers  # noqa: E402
+from relviz.evaluate import tpch_query_answers  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fidelity import workload_measures  # noqa: E402
 
 
 def relinked(db: Database, fk_names: str | list[str], rng: np.random.Generator) -> Database:
@@ -94,12 +97,11 @@ def relinked(db: Database, fk_names: str | list[str], rng: np.random.Generator) 
 
 def workload_errors(name: str, real: Database, other: Database, *, real_answers=None,  # noqa: ANN001
                     census_queries: int = 2000) -> dict[str, float]:
-    """Per-query (TPC-H) or per-panel (census) error of ``other`` against ``real``."""
-    if name == "tpch":
-        e = tpch_errors(real, other, real_answers=real_answers)
-        return {str(q): float(v) for q, v in zip(e["query"], e["error"])}
-    s = census_error_summary(real, other, n=census_queries, seed=0)
-    return {f"c={int(c)},a={int(a)}": float(v) for c, a, v in zip(s["c"], s["a"], s["mean_error"])}
+    """Per-query (TPC-H) or per-panel (census) error of ``other`` against ``real``, as
+    ``benchmarks/fidelity.py`` measures it (:func:`fidelity.workload_measures`)."""
+    rows = workload_measures(name, real, other, real_answers=real_answers,
+                             census_queries=census_queries)
+    return {item: v for m, item, v in rows if m in ("tpch_error", "census_error")}
 
 
 def main(argv: list[str] | None = None) -> int:
