@@ -19,13 +19,16 @@ derivation of App. A; documented in docs/methods/privlava.md. One EM iteration:
 The first E-step of a run breaks the symmetry of ``θ = 0`` with data-independent randomness keyed
 per group (a keyed hash of the parent's primary key), so a group's draw does not depend on which
 other groups exist (PrivLava §4.3, Alg. 2 line 6; docs/methods/privlava.md §2). relviz adds a
-share ``size_init`` of that start on the ``Z₁`` types of the group's size class (a function of
-the group alone, so the sensitivities are unchanged; docs/methods/privlava.md §2).
+share ``size_init`` of that start on the ``Z₁`` types of the group's size class, and a share
+``attr_init`` whose ``Z₂`` follows a keyed random projection of the group's child histograms
+(:func:`projection_start`); both are functions of the group alone, so the sensitivities are
+unchanged (docs/methods/privlava.md §2).
 """
 
 from __future__ import annotations
 
 import warnings
+import zlib
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -39,6 +42,9 @@ __all__ = ["Groups", "LatentSpec", "EMState", "e_step", "m_step", "Z1", "Z2"]
 
 CHUNK = 65_536
 FLOOR = 1e-12
+#: Inverse temperature of :func:`projection_start` (its scores are ≈ standard normal: β = 3 puts
+#: about two thirds of a group's start on its best of k = 5 states).
+PROJECTION_BETA = 3.0
 
 
 def Z1(fk: str) -> str:  # noqa: N802 - the paper's symbol
@@ -140,6 +146,11 @@ class LatentSpec:
         size_init: Share in [0, 1) of each group's first-E-step responsibility put on the
             ``Z₁`` state of its size class (:func:`size_states`); 0: the paper's
             data-independent draw alone (docs/methods/privlava.md §2).
+        attr_init: Share in [0, 1) of the first E-step's responsibility whose ``Z₂`` follows
+            :func:`projection_start` (its ``Z₁`` keeps the start above); 0: none.
+        center: ``{attribute: (|A|,) probabilities}`` that :func:`projection_start` centres the
+            group histograms on: the child's *released* 1-way marginals (post-processing of
+            Alg. 2 line 1's noisy measurements); None or a missing attribute: uniform.
     """
 
     z1: str
@@ -148,6 +159,8 @@ class LatentSpec:
     s_min: int
     tau: int
     size_init: float = 0.0
+    attr_init: float = 0.0
+    center: dict[str, np.ndarray] | None = None
 
     @property
     def K(self) -> int:  # noqa: N802 - the paper's symbol
@@ -226,6 +239,10 @@ def _posteriors(groups: Groups, state: EMState, spec: LatentSpec, blocks, log_pz
             on = (np.arange(spec.K)[None, :] // spec.k) == size_states(spec)[size - spec.s_min][:, None]
             qs = np.where(on, e, 0.0)
             q = (1.0 - spec.size_init) * q + spec.size_init * qs / qs.sum(axis=1, keepdims=True)
+        if spec.attr_init > 0:  # relviz: start Z₂ on a keyed random projection of the group
+            q2 = projection_start(groups, spec, rows, salt)
+            q1 = q.reshape(-1, spec.k, spec.k).sum(axis=2)
+            q = (1.0 - spec.attr_init) * q + spec.attr_init * (q1[:, :, None] * q2[:, None, :]).reshape(q.shape)
         return q.astype(np.float32)
     if device is not None:
         score = _torch_scores(groups, blocks, rows, size, spec.K, device)
@@ -241,6 +258,41 @@ def _posteriors(groups: Groups, state: EMState, spec: LatentSpec, blocks, log_pz
     log_ps = np.log(np.maximum(state.p_size, FLOOR)).astype(np.float32)
     score += log_pz[None, :] + log_ps[size - spec.s_min]
     score -= size[:, None].astype(np.float32) * log_pz_tuple[None, :].astype(np.float32)
+    score -= score.max(axis=1, keepdims=True)
+    q = np.exp(score)
+    return q / q.sum(axis=1, keepdims=True)
+
+
+def projection_start(groups: Groups, spec: LatentSpec, rows: slice, salt: int,
+                     beta: float = PROJECTION_BETA) -> np.ndarray:
+    """The attribute-informed start of ``Z₂`` (relviz; docs/methods/privlava.md §2).
+
+    ``q₂(G) = softmax(β·s_G)`` with ``s_G = Σ_A (H_A[G] − |G|·p̂_A)·R_A / √(|G|·d)``: the group's
+    histogram of each of the ``d`` child attributes ``A`` (``H_A[G]``, counts), centred on the
+    released 1-way marginal ``p̂_A`` (``spec.center``; uniform without one) so that no state is
+    favoured on average, projected on ``k`` directions ``R_A`` (``(|A|, k)`` standard normal,
+    drawn from ``salt`` and the attribute's name alone, hence data-independent). Each
+    ``s_G(z₂)`` then has mean ≈ 0 and variance ≈ 1 over the groups, so ``β`` sets how decided
+    the start is. A function of the group alone (and of public or released values), like every
+    posterior: the sensitivities of docs/methods/privlava.md §4 hold unchanged.
+
+    Args:
+        rows: The groups to score (a chunk of ``0…N−1``). salt: Key of the directions.
+
+    Returns:
+        ``(len(rows), k)`` float64 rows summing to 1.
+    """
+    b = rows.stop - rows.start
+    score = np.zeros((b, spec.k))
+    d = max(len(groups.attrs), 1)
+    for a in groups.attrs:
+        rng = np.random.default_rng([salt & 0xFFFFFFFF, zlib.crc32(a.encode())])
+        r = rng.standard_normal((groups.domain[a], spec.k))
+        p = (spec.center or {}).get(a)
+        p = np.full(groups.domain[a], 1.0 / groups.domain[a]) if p is None else p
+        score += groups.histograms((a,))[rows] @ r - groups.size[rows][:, None] * (p @ r)[None, :]
+    score /= np.sqrt(np.maximum(groups.size[rows], 1) * d)[:, None]
+    score = beta * score
     score -= score.max(axis=1, keepdims=True)
     q = np.exp(score)
     return q / q.sum(axis=1, keepdims=True)

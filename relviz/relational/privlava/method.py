@@ -155,6 +155,12 @@ class PrivLava:
             no child attribute reaches the size only through such a type;
             docs/methods/privlava.md §2). 0: the paper's data-independent start (§4.3, Alg. 2
             line 6).
+        attr_init: Share of each group's first-E-step responsibility put on a ``Z₂`` start
+            drawn from a keyed random projection of the group's own child histograms
+            (:func:`~relviz.relational.privlava.em.projection_start`; relviz: from the paper's
+            near-uniform start, the few noisy EM iterations do not break the symmetry of ``Z₂``
+            when the noise is small; docs/methods/privlava.md §2). 0: ``Z₂`` starts as the
+            paper's draw.
         device: Where the E-step scoring runs: ``"auto"`` (torch on CUDA when present, else
             scipy.sparse on the CPU, which is faster there), ``"cpu"``/``"cuda"`` (torch there), or
             ``"scipy"``.
@@ -179,6 +185,7 @@ class PrivLava:
     split_ordered_above: int | None = 64
     device: str = "auto"
     size_init: float = 0.9
+    attr_init: float = 0.9
 
     def __post_init__(self) -> None:
         if self.assignment not in ("soft", "hard"):
@@ -188,8 +195,9 @@ class PrivLava:
                 raise ParameterError(name, f"{name} must be an integer ≥ {low}")
         if not self.lam > 0:
             raise ParameterError("lam", "λ must be positive")
-        if not 0 <= self.size_init < 1:
-            raise ParameterError("size_init", "size_init must be in [0, 1)")
+        for name in ("size_init", "attr_init"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ParameterError(name, f"{name} must be in [0, 1)")
         if self.m0 not in ("relviz", "paper"):
             raise ParameterError("m0", "m0 must be 'relviz' or 'paper'")
         if not (self.device in ("auto", "scipy", "cpu") or str(self.device).startswith("cuda")):
@@ -549,7 +557,8 @@ class PrivLava:
                       **_own_kwargs(mst, sens, fk.child, attrs))
         measurements = list(getattr(obs, "measurements", ()))  # none when MST fell back (d ≤ 1)
         # groups (PrivLava §4.1)
-        spec = LatentSpec(Z1(fk.name), Z2(fk.name), k, 0 if empty else 1, tau, self.size_init)
+        spec = LatentSpec(Z1(fk.name), Z2(fk.name), k, 0 if empty else 1, tau, self.size_init,
+                          self.attr_init, _released_one_way(measurements, dom))
         order = np.argsort(parent_rows, kind="stable")
         cr, pr = child_rows[order], parent_rows[order]
         if empty:
@@ -899,6 +908,19 @@ def _own_kwargs(mech, sens, table: str, attrs) -> dict:  # noqa: ANN001
     if not latent or not getattr(type(mech), "latent_sensitivity", False):
         return {}
     return {"latent": latent, "own_sensitivity": (sens.hist_own[table], sens.score_own[table])}
+
+
+def _released_one_way(measurements, dom: Mapping[str, int]) -> dict[str, np.ndarray]:  # noqa: ANN001
+    """``{attribute: (|A|,) probabilities}`` from the noisy 1-way measurements of Alg. 2 line 1
+    (post-processing: clipped at 0 and normalised; an attribute without one, or whose clipped
+    counts are all 0, is left out)."""
+    out = {}
+    for attrs, y, _ in measurements:
+        if len(attrs) == 1 and attrs[0] in dom and np.ndim(y) == 1 and len(y) == dom[attrs[0]]:
+            c = np.clip(np.asarray(y, dtype=np.float64), 0.0, None)
+            if c.sum() > 0:
+                out[attrs[0]] = c / c.sum()
+    return out
 
 
 def _latent_pairs(attrs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
