@@ -521,20 +521,22 @@ def _planted(seed: int, n: int = 1500) -> tuple[Database, np.ndarray]:
     return Database(schema, {"h": hh, "p": p}), t
 
 
-@pytest.mark.parametrize("size_init", [0.0, 0.9], ids=["paper-start", "size-start"])
+@pytest.mark.parametrize(("size_init", "attr_init"), [(0.0, 0.0), (0.9, 0.0), (0.9, 0.9)],
+                         ids=["paper-start", "size-start", "size-and-attribute-start"])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_structure_recovery_noise_free(seed, size_init):
+def test_structure_recovery_noise_free(seed, size_init, attr_init):
     """Noise off, k = 2: the last E-step's z_G recovers the planted household type (adjusted Rand
     index > 0.9, spec test 16; measured 1.0 on seeds 0–2). With the paper's random start the
     composite type does (two of the four types used); with the size-informed start (§2 of
-    docs/methods/privlava.md) ``Z₁`` does (its size classes {1–3}, {4–6} are the types' sizes;
-    ``Z₂`` then splits each type at random, so the composite index is not compared)."""
+    docs/methods/privlava.md) ``Z₁`` does, with or without the attribute-informed start of
+    ``Z₂`` (the size classes {1–3}, {4–6} are the types' sizes; ``Z₂`` then splits each type at
+    random or along its projection, so the composite index is not compared)."""
     from sklearn.metrics import adjusted_rand_score
 
     db, planted_type = _planted(seed)
     plan = Plan.default(db.schema, 1e6, 1e-6, method="privlava")
     plan = plan.with_params(plan.edges[0].name, k_max=2, T=6, T_C=0, iters=200,
-                            size_init=size_init)
+                            size_init=size_init, attr_init=attr_init)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         syn = RelationalSynthesizer(plan, random_state=seed).fit(db)
