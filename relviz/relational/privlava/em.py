@@ -27,6 +27,7 @@ unchanged (docs/methods/privlava.md §2).
 
 from __future__ import annotations
 
+import functools
 import warnings
 import zlib
 from dataclasses import dataclass, field
@@ -286,8 +287,7 @@ def projection_start(groups: Groups, spec: LatentSpec, rows: slice, salt: int,
     score = np.zeros((b, spec.k))
     d = max(len(groups.attrs), 1)
     for a in groups.attrs:
-        rng = np.random.default_rng([salt & 0xFFFFFFFF, zlib.crc32(a.encode())])
-        r = rng.standard_normal((groups.domain[a], spec.k))
+        r = _directions(salt & 0xFFFFFFFF, a, groups.domain[a], spec.k)
         p = (spec.center or {}).get(a)
         p = np.full(groups.domain[a], 1.0 / groups.domain[a]) if p is None else p
         score += groups.histograms((a,))[rows] @ r - groups.size[rows][:, None] * (p @ r)[None, :]
@@ -296,6 +296,16 @@ def projection_start(groups: Groups, spec: LatentSpec, rows: slice, salt: int,
     score -= score.max(axis=1, keepdims=True)
     q = np.exp(score)
     return q / q.sum(axis=1, keepdims=True)
+
+
+@functools.lru_cache(maxsize=256)
+def _directions(salt: int, attribute: str, size: int, k: int) -> np.ndarray:
+    """``(size, k)`` standard-normal directions of :func:`projection_start`, keyed by ``salt`` and
+    the attribute's name (drawn once per fit, not once per chunk of groups)."""
+    rng = np.random.default_rng([salt, zlib.crc32(attribute.encode())])
+    r = rng.standard_normal((size, k))
+    r.setflags(write=False)
+    return r
 
 
 def e_step(groups: Groups, state: EMState, spec: LatentSpec, potentials, log_pz_tuple: np.ndarray,  # noqa: ANN001
