@@ -1064,6 +1064,21 @@ def _release_kinds(p: acc.FKPlan) -> dict:
             "relviz: children with a null FK": p.rho_null}
 
 
+def _check_release_costs(p: acc.FKPlan, ledger: list) -> None:
+    """Every release of one FK's ``ledger`` costs the planned ρ of its kind. The noise-aware gate
+    of Alg. 5 (3) (docs §5.7) spends that step's whole ρ on the ``k ≤ h + a`` picks it keeps, each
+    at ``ρ_inter / k`` (every kept pick is a new key: the candidates exclude stored ones)."""
+    kinds = _release_kinds(p)
+    inter = [e for e in ledger if e.label.startswith("Alg. 5 (3)")]
+    if inter:  # none when no candidate is λ-useful
+        assert len(inter) <= p.h + p.a
+        kinds["Alg. 5 (3)"] = p.rho_inter / len(inter)
+        assert sum(e.rho for e in inter) == p.rho_inter
+    for e in ledger:
+        kind = next(k for k in kinds if e.label.startswith(k))
+        assert e.rho == kinds[kind], e.label
+
+
 def test_C4_ledger_semantics(household_fit) -> None:  # noqa: ANN001
     """C4: every release is labelled by its algorithm line; one charge per NPM key (cached keys
     and roll-ups are free); each release costs the planned per-release ρ of its kind; the realised
@@ -1078,10 +1093,7 @@ def test_C4_ledger_semantics(household_fit) -> None:  # noqa: ANN001
     fkobj = db.schema.foreign_key(fk)
     p, _, _ = method._fk_plan(db.schema, fkobj, Fraction(plan.rho_of(fk)), multipliers(db.schema))
     assert p.planned() == Fraction(plan.rho_of(fk))
-    kinds = _release_kinds(p)
-    for e in ledger:
-        kind = next(k for k in kinds if e.label.startswith(k))
-        assert e.rho == kinds[kind], e.label
+    _check_release_costs(p, ledger)
     assert synth.accountant_.spent(fk) <= plan.rho_of(fk)
     assert any("Alg. 2 line 10" in e.label for e in ledger)
 
@@ -1125,10 +1137,7 @@ def test_N1_null_count_release_and_exact_plan(nullable_fit) -> None:  # noqa: AN
     assert len(null) == 1
     assert null[0].sensitivity == p.sens.null == 1.0 and null[0].rho == p.rho_null
     assert null[0].component == NULL_FK and null[0].sigma == pytest.approx(p.sigma_null, rel=1e-9)
-    kinds = _release_kinds(p)
-    for e in synth.ledger_:
-        kind = next(k for k in kinds if e.label.startswith(k))
-        assert e.rho == kinds[kind], e.label
+    _check_release_costs(p, [e for e in synth.ledger_ if e.component == NULL_FK])
     assert synth.accountant_.spent(NULL_FK) <= rho
 
 

@@ -93,6 +93,7 @@ class Params:
     sampling: str = "rounded"
     slice_weights: str = "noise"
     device: str = "auto"
+    inter_z: float | None = 2.0
 
 
 def fit_device(device: str):  # noqa: ANN201
@@ -486,6 +487,50 @@ class _Run:
             if m is not None:
                 model.add(m)
 
+    # the noise-aware gate of Alg. 5 (3) (relviz's addition, docs §5.7) ---------------------
+    def sigma_R(self) -> float:
+        """σ of each released R-score (the one vector release of :meth:`run`; 0 if none)."""
+        rho = float(self.plan.rho_R)
+        n = len(self.R.pairs)
+        return self.plan.sens.r * math.sqrt(n) / math.sqrt(2 * rho) if rho > 0 and n else 0.0
+
+    def null_rscore(self, u: Var, v: Var) -> float:
+        """Upper bound on the expected R-score of ``u``, ``v`` when they are independent (sampling
+        alone): ``½·√(2/π)·Σ_s √(n_s·(|X_u|−1)(|X_v|−1))`` over the sizes ``s ≥ D`` of Eq. 3
+        (the whole relation at once under ``rscore_mode="pooled"``), from the noisy ``ñ_s`` and
+        the public domains (docs §5.7). Each cell of the independence residual has standard
+        deviation ``√(n·p_i·p_j·(1−p_i)(1−p_j))``, its mean absolute value is ``√(2/π)`` times
+        that, and ``Σ_i √(p_i(1−p_i)) ≤ √(|X|−1)`` (Cauchy–Schwarz)."""
+        _, d = self.R.base(u, v)
+        n = np.maximum(self.n_noisy[max(d, 1):], 0.0)
+        cells = max(self.vdom(u) - 1, 0) * max(self.vdom(v) - 1, 0)
+        root = math.sqrt(float(n.sum())) if self.p.rscore_mode == "pooled" else float(np.sqrt(n).sum())
+        return 0.5 * MEAN_ABS * math.sqrt(cells) * root
+
+    def support(self, s: frozenset) -> float:
+        """Evidence of a parent–child association inside candidate ``s``: the largest
+        ``(R̃(u, v) − null_rscore(u, v)) / σ_R`` over its pairs of a household (parent) and an
+        individual (child) attribute; ``-inf`` if it has none (docs §5.7)."""
+        sig = self.sigma_R()
+        best = -math.inf
+        for u in s:
+            for v in s:
+                if u[0] != "H" or v[0] != "I":
+                    continue
+                pair, _ = self.R.base(u, v)
+                i = self.R.index.get(pair)
+                if i is not None:
+                    best = max(best, (float(self.R.noisy[i]) - self.null_rscore(u, v)) / sig)
+        return best
+
+    def supported(self, picks: Sequence[frozenset], z: float) -> list[frozenset]:
+        """The CFS picks of Alg. 5 (3) whose :meth:`support` is at least ``z``, or, if none is,
+        the single best supported pick (docs §5.7). Post-processing of the noisy R-scores and
+        ``ñ``; the caller spends the step's whole ρ on what is kept."""
+        zs = [self.support(s) for s in picks]
+        kept = [s for s, v in zip(picks, zs) if v >= z]
+        return kept or [picks[int(np.argmax(zs))]]
+
     # Algorithm 5 -------------------------------------------------------------------------
     def init_store(self) -> Model:
         h1, a = len(self.hdom), len(self.idom)
@@ -522,7 +567,11 @@ class _Run:
                     if self.cells_full(s) < limit and canonical(list(s))[0] not in self.store:
                         cand.append(s)
             self.starved["inter-relational"] = (limit, (self.N + 1) * min(self.hdom) * min(self.idom))
-            for s in cfs_select(cand, pool, self.R, self.cells_full):
+            picks = cfs_select(cand, pool, self.R, self.cells_full)
+            if self.p.inter_z is not None and picks and self.sigma_R() > 0:
+                picks = self.supported(picks, self.p.inter_z)
+                rho_q = self.plan.rho_inter / len(picks)  # the quarter over the kept picks
+            for s in picks:
                 if self.npm_query(canonical(list(s))[0], rho_q, "Alg. 5 (3) inter-relational"):
                     self.starved.pop("inter-relational", None)
         self.rep(0.24, "Alg. 5 (4): intra-group NPMs")
