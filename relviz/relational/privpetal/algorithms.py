@@ -569,8 +569,11 @@ class _Run:
             self.starved["inter-relational"] = (limit, (self.N + 1) * min(self.hdom) * min(self.idom))
             picks = cfs_select(cand, pool, self.R, self.cells_full)
             if self.p.inter_z is not None and picks and self.sigma_R() > 0:
+                m = len(picks)
                 picks = self.supported(picks, self.p.inter_z)
                 rho_q = self.plan.rho_inter / len(picks)  # the quarter over the kept picks
+                self.rep(0.2, f"Alg. 5 (3): {len(picks)} of {m} inter-relational picks kept by the "
+                              f"noise-aware gate (z ≥ {self.p.inter_z:g}, docs §5.7)")
             for s in picks:
                 if self.npm_query(canonical(list(s))[0], rho_q, "Alg. 5 (3) inter-relational"):
                     self.starved.pop("inter-relational", None)

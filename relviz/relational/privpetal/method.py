@@ -224,6 +224,11 @@ class PrivPetal(Params):
         device: Where the MRF fits run (``Model.fit``, about nine tenths of the fit time):
             ``"auto"`` (torch on CUDA when present, else numpy, faster on a CPU), ``"numpy"``,
             ``"cpu"`` or ``"cuda[:n]"`` (torch there, float64).
+        inter_z: The noise-aware gate of Algorithm 5 step (3) (relviz's addition, docs §5.7): a
+            CFS-picked inter-relational NPM is queried only if one of its parent–child pairs
+            has a noisy R-score at least ``inter_z`` σ_R above what independence gives, else
+            only the best-supported pick is; the step's whole ρ goes to what is kept. ``None``:
+            every pick at the planned ρ (the paper).
         split_above: Attributes with more codes are modelled as two digits (None: never).
         public_context: Hops of public parents whose attributes join a public referenced table.
 
@@ -264,6 +269,8 @@ class PrivPetal(Params):
             raise ParameterError("lam", "lam and max_cells must be positive")
         if not (self.device in ("auto", "numpy", "cpu") or str(self.device).startswith("cuda")):
             raise ParameterError("device", "device must be 'auto', 'numpy', 'cpu' or 'cuda[:n]'")
+        if self.inter_z is not None and not (math.isfinite(self.inter_z) and self.inter_z >= 0):
+            raise ParameterError("inter_z", "inter_z must be None or a finite number ≥ 0")
         if self.split_above is not None and (int(self.split_above) != self.split_above
                                              or self.split_above < 10):
             raise ParameterError("split_above", "split_above must be None or an integer ≥ 10")
