@@ -1718,3 +1718,22 @@ an independence bound of about 200);
         above += sum(run.support(frozenset((SIZE, u, ("I", 1, k)))) >= 2
                      for u in [("H", 0), ("H", 1)] for k in range(3))
     assert above <= 4
+
+
+def test_gate_parameter_and_noise_preview() -> None:
+    """``inter_z``: a negative or infinite threshold is refused in words; ``None`` is the paper
+    (every pick at the planned ρ); the Budget panel's σ_inter says it is an upper bound under the
+    gate and does not under ``None``."""
+    from relviz.errors import ParameterError
+    from relviz.relational.privpetal.method import PrivPetal
+
+    for bad in (-1.0, math.inf, math.nan):
+        with pytest.raises(ParameterError, match="inter_z"):
+            PrivPetal(inter_z=bad)
+    db = household_db(200, seed=0)
+    fk = Plan.default(db.schema, 1.0, 1e-6, method="privpetal").edges[0]
+    keys = list(PrivPetal().noise_scales(db.schema, fk, Fraction(1, 10), multipliers=multipliers(db.schema)))
+    assert any(k.startswith("Alg. 5 (3)") and "at most" in k for k in keys)
+    keys = list(PrivPetal(inter_z=None).noise_scales(db.schema, fk, Fraction(1, 10),
+                                                     multipliers=multipliers(db.schema)))
+    assert any(k.startswith("Alg. 5 (3)") and "at most" not in k for k in keys)

@@ -426,7 +426,8 @@ class PrivPetal(Params):
                "Alg. 1 line 2 R-scores σ_R": plan.sigma_R,
                "Alg. 5 (1) PrivMRF-sub on A_H σ": plan.hsub.sigma_mar,
                "Alg. 5 (2) PrivMRF-sub on {size} ∪ A_I σ": plan.isub.sigma_mar,
-               "Alg. 5 (3) inter-relational NPMs σ_inter": plan.sigma_inter,
+               ("Alg. 5 (3) inter-relational NPMs σ_inter" + (" (at most: the gate's kept picks share "
+                "the step's ρ)" if me.inter_z is not None else "")): plan.sigma_inter,
                "Alg. 5 (4) intra-group NPMs σ_intra": plan.sigma_intra,
                "Alg. 2 line 10 new NPMs σ_M": plan.sigma_M,
                f"Alg. 2 line 8 h-scores σ_h (k = {me.k})": plan.sigma_h(me.k),
