@@ -489,10 +489,8 @@ class _Run:
 
     # the noise-aware gate of Alg. 5 (3) (relviz's addition, docs §5.7) ---------------------
     def sigma_R(self) -> float:
-        """σ of each released R-score (the one vector release of :meth:`run`; 0 if none)."""
-        rho = float(self.plan.rho_R)
-        n = len(self.R.pairs)
-        return self.plan.sens.r * math.sqrt(n) / math.sqrt(2 * rho) if rho > 0 and n else 0.0
+        """σ of each released R-score (the plan's, :attr:`FKPlan.sigma_R`; 0 if none was released)."""
+        return self.plan.sigma_R if self.plan.rho_R > 0 and self.R.pairs else 0.0
 
     def null_rscore(self, u: Var, v: Var) -> float:
         """Upper bound on the expected R-score of ``u``, ``v`` when they are independent (sampling
