@@ -312,7 +312,14 @@ def test_ledger_reveals_no_private_count() -> None:
 # Database methods (issue 11): every release of Denorm / PrivLava within its declared Δ
 # ------------------------------------------------------------------------------------------------
 
-from tests.privacy.neighbours import database_methods, household_person_schema, make_database_plan  # noqa: E402
+from relviz.database import Database  # noqa: E402
+from tests.privacy.neighbours import (  # noqa: E402
+    SEED,
+    database_methods,
+    entity_neighbours,
+    household_person_schema,
+    make_database_plan,
+)
 
 DATABASE_CASES = [
     Case("household-person-entity", household_person_schema(),
@@ -346,6 +353,60 @@ def test_database_method_releases_within_declared_sensitivity(case: Case, method
     nbrs = neighbours(db, np.random.default_rng(seed), n_row=ROW_NEIGHBOURS)
     violations = check_neighbours(db, methods.plan, nbrs)
     assert not violations, report(violations, f"{case.id} {methods.id} {db!r}")
+
+
+def _state_diff(a: Any, b: Any, path: str = "", depth: int = 0) -> list[str]:
+    """Paths where two fitted models differ: arrays by shape and value, containers and objects
+    field by field, anything else by its pickle."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a_, b_ = np.asarray(a), np.asarray(b)
+        if a_.shape != b_.shape:
+            return [f"{path}: shape {a_.shape} vs {b_.shape}"]
+        return [] if np.array_equal(a_, b_, equal_nan=a_.dtype.kind == "f") else [f"{path}: values"]
+    if depth < 8:
+        if isinstance(a, dict) and isinstance(b, dict):
+            if set(a) != set(b):
+                return [f"{path}: keys {sorted(map(str, set(a) ^ set(b)))}"]
+            return [d for k in a for d in _state_diff(a[k], b[k], f"{path}[{k!r}]", depth + 1)]
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            if len(a) != len(b):
+                return [f"{path}: {len(a)} vs {len(b)} items"]
+            return [d for i, (x, y) in enumerate(zip(a, b))
+                    for d in _state_diff(x, y, f"{path}[{i}]", depth + 1)]
+        if type(a) is type(b) and hasattr(a, "__dict__") and a.__dict__ and \
+                type(a).__module__.startswith("relviz"):
+            return _state_diff(vars(a), vars(b), path, depth)
+    return [] if pickle.dumps(a) == pickle.dumps(b) else [f"{path}: differs"]
+
+
+@pytest.mark.parametrize("method", database_methods())
+def test_fitted_database_model_holds_releases_only(method: str) -> None:
+    """A fitted database model (``synth.database_``, what ``sample`` reads) must be a function
+    of the releases and public facts only. The fit on each entity neighbour D' replays D's noisy
+    outputs, so both fits see the same releases; the two fitted models must then be identical,
+    field by field. Anything that differs was derived from the private rows outside a mechanism
+    (before this test: PrivLava kept every real parent's E-step assignment ``z_G``, per group)."""
+    full = fixed_household_db(7, seed=3, persons=(1, 3))
+    schema = household_person_schema()
+    db = Database(schema, {"households": full["households"].drop(columns="region"),
+                           "persons": full["persons"]})
+    plan = make_database_plan(schema, method)
+    if plan is None:
+        pytest.skip(f"{method} refuses the household-person schema")
+    reference, releases = record_fit(db, plan)
+    differing = []
+    for nb in entity_neighbours(db):
+        with taped(releases):
+            try:
+                other = RelationalSynthesizer(plan, random_state=SEED).fit(nb.db)
+            except Misaligned as e:
+                differing.append(f"{nb.description}: release sequence differs: {e}")
+                continue
+        diffs = _state_diff(reference.database_, other.database_, "database_")
+        if diffs:
+            differing.append(f"{nb.description}: " + "; ".join(diffs[:6]))
+    assert not differing, f"{method}: the fitted model differs on neighbours:\n  " + \
+        "\n  ".join(differing[:4])
 
 
 # ------------------------------------------------------------------------------------------------

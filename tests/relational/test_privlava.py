@@ -23,7 +23,7 @@ from relviz.privacy.sensitivity import multipliers
 from relviz.relational.privlava import pgm
 from relviz.relational.privlava.accounting import calibrate, fk_order, latent_k, n_inc, sensitivities
 from relviz.relational.privlava.em import EMState, Groups, LatentSpec, e_step, pooled_group_sizes, size_bins
-from relviz.relational.privlava.method import _coded_sizes, _prefix_match, _use_split
+from relviz.relational.privlava.method import PrivLava, _coded_sizes, _prefix_match, _use_split
 from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")
@@ -537,12 +537,22 @@ def test_structure_recovery_noise_free(seed, size_init, attr_init):
     plan = Plan.default(db.schema, 1e6, 1e-6, method="privlava")
     plan = plan.with_params(plan.edges[0].name, k_max=2, T=6, T_C=0, iters=200,
                             size_init=size_init, attr_init=attr_init)
-    with warnings.catch_warnings():
+    seen = []  # z_G as Algorithm 3 augments the parent (the fitted model does not keep it)
+    original = PrivLava._parent_latent
+
+    def parent_latent(self, curator, fk, model, n_parent, seed_):  # noqa: ANN001, ANN202
+        seen.append((model.state.z_hard.copy(), model.state.parents_.copy()))
+        return original(self, curator, fk, model, n_parent, seed_)
+
+    with warnings.catch_warnings(), pytest.MonkeyPatch.context() as mp:
         warnings.simplefilter("ignore")
+        mp.setattr(PrivLava, "_parent_latent", parent_latent)
         syn = RelationalSynthesizer(plan, random_state=seed).fit(db)
     m = syn.database_.models["p.hid->h"]
+    assert m.state.z_hard is None  # per real group: not kept in the fitted model
+    (z_hard, parents), = seen
     z = np.full(len(planted_type), -1)
-    z[m.state.parents_] = m.state.z_hard
+    z[parents] = z_hard
     assert (z >= 0).all()
     assert adjusted_rand_score(planted_type, z if size_init == 0 else z // m.spec.k) > 0.9
 

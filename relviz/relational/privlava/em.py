@@ -176,7 +176,9 @@ class LatentSpec:
 class EMState:
     """Parameters of the group model: ``p_Z`` ``(K,)``, ``p_size`` ``(|𝒮|, K)`` (columns sum to
     1), the fitted tuple model (``mbi`` model, or ``None`` before the first fit) and the last
-    E-step's hard assignment ``z_G``."""
+    E-step's hard assignment ``z_G`` of every real group. ``z_G`` is not a release: it is read
+    once, to augment the parent for its accounted single-relation model (PrivLava §4.4), and
+    then cleared, so a fitted model holds released values only."""
 
     p_z: np.ndarray
     p_size: np.ndarray

@@ -443,6 +443,9 @@ class PrivLava:
             # PrivLava §4.4: augment the parent with z_G (childless parents draw z ~ p_Z, keyed)
             p_attrs, p_dom, p_codes = table_codes(fk.parent)
             z = self._parent_latent(curator, fk, model, p_codes.shape[0], seed)
+            # z_G is per real group: it enters only the parent's accounted single-relation fit
+            # below and is never kept (a fitted model holds releases only)
+            model.state.z_hard = model.state.parents_ = None  # type: ignore[attr-defined]
             k = model.spec.k
             aug[fk.parent] = (p_attrs + (model.spec.z1, model.spec.z2),
                               {**p_dom, model.spec.z1: k, model.spec.z2: k},
