@@ -379,10 +379,28 @@ def _state_diff(a: Any, b: Any, path: str = "", depth: int = 0) -> list[str]:
     return [] if pickle.dumps(a) == pickle.dumps(b) else [f"{path}: differs"]
 
 
+def _replayed_model_diffs(db: Database, plan: Plan, nbrs: list[Any]) -> list[str]:
+    reference, releases = record_fit(db, plan)
+    differing = []
+    for nb in nbrs:
+        with taped(releases):
+            try:
+                other = RelationalSynthesizer(plan, random_state=SEED).fit(nb.db)
+            except Misaligned as e:
+                differing.append(f"{nb.description}: release sequence differs: {e}")
+                continue
+        diffs = [d for name in ("database_", "models_", "links_", "relations_")
+                 for d in _state_diff(getattr(reference, name, None), getattr(other, name, None),
+                                      name)]
+        if diffs:
+            differing.append(f"{nb.description}: " + "; ".join(diffs[:6]))
+    return differing
+
+
 @pytest.mark.parametrize("method", database_methods())
 def test_fitted_database_model_holds_releases_only(method: str) -> None:
-    """A fitted database model (``synth.database_``, what ``sample`` reads) must be a function
-    of the releases and public facts only. The fit on each entity neighbour D' replays D's noisy
+    """A fitted database model (``synth.database_``, and any linker or table model beside it:
+    what ``sample`` reads) must be a function of the releases and public facts only. The fit on each entity neighbour D' replays D's noisy
     outputs, so both fits see the same releases; the two fitted models must then be identical,
     field by field. Anything that differs was derived from the private rows outside a mechanism
     (before this test: PrivLava kept every real parent's E-step assignment ``z_G``, per group)."""
@@ -393,19 +411,27 @@ def test_fitted_database_model_holds_releases_only(method: str) -> None:
     plan = make_database_plan(schema, method)
     if plan is None:
         pytest.skip(f"{method} refuses the household-person schema")
-    reference, releases = record_fit(db, plan)
-    differing = []
-    for nb in entity_neighbours(db):
-        with taped(releases):
-            try:
-                other = RelationalSynthesizer(plan, random_state=SEED).fit(nb.db)
-            except Misaligned as e:
-                differing.append(f"{nb.description}: release sequence differs: {e}")
-                continue
-        diffs = _state_diff(reference.database_, other.database_, "database_")
-        if diffs:
-            differing.append(f"{nb.description}: " + "; ".join(diffs[:6]))
+    differing = _replayed_model_diffs(db, plan, list(entity_neighbours(db)))
     assert not differing, f"{method}: the fitted model differs on neighbours:\n  " + \
+        "\n  ".join(differing[:4])
+
+
+@pytest.mark.parametrize(("case", "methods"), _database_plans())
+@settings(max_examples=2, derandomize=True, deadline=None, database=None,
+          phases=(Phase.explicit, Phase.generate),
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_fitted_database_model_holds_releases_only_on_every_unit(case: Case, methods: Methods,
+                                                                 data: st.DataObject) -> None:
+    """As :func:`test_fitted_database_model_holds_releases_only`, on the schemas of
+    :func:`test_database_method_releases_within_declared_sensitivity` (entity and tuple units,
+    a public parent, nullable FKs) and their random row neighbours."""
+    db = data.draw(databases(case.schema, **case.draw), label="database")
+    seed = data.draw(st.integers(0, 2**32 - 1), label="neighbour seed")
+    nbrs = neighbours(db, np.random.default_rng(seed), n_row=ROW_NEIGHBOURS)
+    differing = _replayed_model_diffs(db, methods.plan, nbrs)
+    assert not differing, f"{case.id} {methods.id}: the fitted model differs on neighbours:\n  " + \
         "\n  ".join(differing[:4])
 
 
