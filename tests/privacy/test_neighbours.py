@@ -416,6 +416,20 @@ def test_fitted_database_model_holds_releases_only(method: str) -> None:
         "\n  ".join(differing[:4])
 
 
+@pytest.mark.parametrize(("mechanism", "linker"), method_combinations())
+def test_fitted_table_and_link_models_hold_releases_only(mechanism: str, linker: str) -> None:
+    """As :func:`test_fitted_database_model_holds_releases_only`, for every single-table
+    mechanism and every linker (the fitted per-table models, FK links and relations) on the
+    household database with its caps exceeded, against every entity neighbour."""
+    db = fixed_household_db(6, seed=4, persons=(1, 3), trips=(0, 3))
+    plan = make_plan(db.schema, mechanism, linker)
+    if plan is None:
+        pytest.skip(f"{linker} applies to no FK of the household schema")
+    differing = _replayed_model_diffs(db, plan, list(entity_neighbours(db)))
+    assert not differing, f"{mechanism}/{linker}: the fitted models differ on neighbours:\n  " + \
+        "\n  ".join(differing[:4])
+
+
 @pytest.mark.parametrize(("case", "methods"), _database_plans())
 @settings(max_examples=2, derandomize=True, deadline=None, database=None,
           phases=(Phase.explicit, Phase.generate),
