@@ -400,10 +400,11 @@ def _replayed_model_diffs(db: Database, plan: Plan, nbrs: list[Any]) -> list[str
 @pytest.mark.parametrize("method", database_methods())
 def test_fitted_database_model_holds_releases_only(method: str) -> None:
     """A fitted database model (``synth.database_``, and any linker or table model beside it:
-    what ``sample`` reads) must be a function of the releases and public facts only. The fit on each entity neighbour D' replays D's noisy
-    outputs, so both fits see the same releases; the two fitted models must then be identical,
-    field by field. Anything that differs was derived from the private rows outside a mechanism
-    (before this test: PrivLava kept every real parent's E-step assignment ``z_G``, per group)."""
+    what ``sample`` reads) must be a function of the releases and public facts only. The fit on
+    each entity neighbour D' replays D's noisy outputs, so both fits see the same releases; the
+    two fitted models must then be identical, field by field. Anything that differs was derived
+    from the private rows outside a mechanism (before this test: PrivLava kept every real
+    parent's E-step assignment ``z_G``, per group)."""
     full = fixed_household_db(7, seed=3, persons=(1, 3))
     schema = household_person_schema()
     db = Database(schema, {"households": full["households"].drop(columns="region"),
@@ -440,7 +441,7 @@ def test_fitted_database_model_holds_releases_only_on_every_unit(case: Case, met
                                                                  data: st.DataObject) -> None:
     """As :func:`test_fitted_database_model_holds_releases_only`, on the schemas of
     :func:`test_database_method_releases_within_declared_sensitivity` (entity and tuple units,
-    a public parent, nullable FKs) and their random row neighbours."""
+    a public parent with a nullable FK), drawn at random, and their neighbours."""
     db = data.draw(databases(case.schema, **case.draw), label="database")
     seed = data.draw(st.integers(0, 2**32 - 1), label="neighbour seed")
     nbrs = neighbours(db, np.random.default_rng(seed), n_row=ROW_NEIGHBOURS)
