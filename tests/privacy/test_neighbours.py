@@ -379,7 +379,8 @@ def _state_diff(a: Any, b: Any, path: str = "", depth: int = 0) -> list[str]:
     return [] if pickle.dumps(a) == pickle.dumps(b) else [f"{path}: differs"]
 
 
-def _replayed_model_diffs(db: Database, plan: Plan, nbrs: list[Any]) -> list[str]:
+def _check_replayed_models(db: Database, plan: Plan, nbrs: list[Any], what: str) -> None:
+    """Fit on ``db``, replay its releases on each neighbour, and assert the fitted models agree."""
     reference, releases = record_fit(db, plan)
     differing = []
     for nb in nbrs:
@@ -394,7 +395,8 @@ def _replayed_model_diffs(db: Database, plan: Plan, nbrs: list[Any]) -> list[str
                                       name)]
         if diffs:
             differing.append(f"{nb.description}: " + "; ".join(diffs[:6]))
-    return differing
+    assert not differing, f"{what}: the fitted models differ on neighbours:\n  " + \
+        "\n  ".join(differing[:4])
 
 
 @pytest.mark.parametrize("method", database_methods())
@@ -412,9 +414,7 @@ def test_fitted_database_model_holds_releases_only(method: str) -> None:
     plan = make_database_plan(schema, method)
     if plan is None:
         pytest.skip(f"{method} refuses the household-person schema")
-    differing = _replayed_model_diffs(db, plan, list(entity_neighbours(db)))
-    assert not differing, f"{method}: the fitted model differs on neighbours:\n  " + \
-        "\n  ".join(differing[:4])
+    _check_replayed_models(db, plan, list(entity_neighbours(db)), method)
 
 
 @pytest.mark.parametrize(("mechanism", "linker"), method_combinations())
@@ -426,9 +426,7 @@ def test_fitted_table_and_link_models_hold_releases_only(mechanism: str, linker:
     plan = make_plan(db.schema, mechanism, linker)
     if plan is None:
         pytest.skip(f"{linker} applies to no FK of the household schema")
-    differing = _replayed_model_diffs(db, plan, list(entity_neighbours(db)))
-    assert not differing, f"{mechanism}/{linker}: the fitted models differ on neighbours:\n  " + \
-        "\n  ".join(differing[:4])
+    _check_replayed_models(db, plan, list(entity_neighbours(db)), f"{mechanism}/{linker}")
 
 
 @pytest.mark.parametrize(("case", "methods"), _database_plans())
@@ -445,9 +443,7 @@ def test_fitted_database_model_holds_releases_only_on_every_unit(case: Case, met
     db = data.draw(databases(case.schema, **case.draw), label="database")
     seed = data.draw(st.integers(0, 2**32 - 1), label="neighbour seed")
     nbrs = neighbours(db, np.random.default_rng(seed), n_row=ROW_NEIGHBOURS)
-    differing = _replayed_model_diffs(db, methods.plan, nbrs)
-    assert not differing, f"{case.id} {methods.id}: the fitted model differs on neighbours:\n  " + \
-        "\n  ".join(differing[:4])
+    _check_replayed_models(db, methods.plan, nbrs, f"{case.id} {methods.id}")
 
 
 # ------------------------------------------------------------------------------------------------
