@@ -174,6 +174,15 @@ PAPER_MODELLED_FKS = {  # dataset → method → FKs the paper models although t
 """FKs to public parents that a paper's own setup models (so they get DP caps here) where the
 method's default plan would link them: PrivPetal's TPC-H runs ([P] §6.1's 50/25/25 split models
 ``orders → customer`` and ``lineitem → partsupp``)."""
+PAPER_PARAMS = {  # dataset → method → parameters of the paper's own setup
+    "tpch": {"privpetal": {"splits": {"part.p_brand": 0, "part.p_type": 25}}},
+}
+"""Parameters a paper's own setup uses on a dataset: PrivPetal's TPC-H encoding keeps
+``P_BRAND`` (25 codes) whole and factorises ``P_TYPE`` (150) by 25, its first syllable ([P]'s
+TPC-H encoding, docs/methods/privpetal.md §5.1), where relviz's default (``split_above`` 20)
+would split both as ``(v div 10, v mod 10)`` of their code, which cuts the brand ~ quantity and
+type ~ quantity associations of the revisions into pieces. Set on every component of the method
+(``Plan.with_params``)."""
 DEFAULT_EPS = (0.5, 1.0, 4.0)
 PAPER_EPS = (0.2, 0.4, 0.8, 1.6, 3.2)
 DEFAULT_MECHANISMS = ("mst",)
@@ -345,6 +354,18 @@ def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
     return out, "DP caps " + ", ".join(f"{r.fk} τ={r.tau}" for r in rel)
 
 
+def _paper_params(plan, spec: dict):  # noqa: ANN001, ANN202
+    """``plan`` with :data:`PAPER_PARAMS` of the cell's dataset and method on every component of
+    that method (None stays None)."""
+    params = PAPER_PARAMS.get(spec["dataset"], {}).get(spec["method"])
+    if plan is None or not params:
+        return plan
+    for c in plan.components:
+        if c.method == spec["method"]:
+            plan = plan.with_params(c.name, **params)
+    return plan
+
+
 def _reason(e: BaseException) -> str:
     problems = getattr(e, "problems", None)
     if problems:
@@ -441,6 +462,7 @@ def run_one(spec: dict, opts: dict) -> dict:
                                         opts["delta"], opts["quick"])
         if caps_note:
             fallbacks = [caps_note, *fallbacks]
+        plan = _paper_params(plan, spec)
         if plan is None:
             return {"run": {**key, "status": "skipped", "reason": reason, "fallbacks": "",
                             "seconds": 0.0}, "measures": []}

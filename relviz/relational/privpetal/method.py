@@ -87,40 +87,56 @@ MAX_CAP = 64
 @dataclass(frozen=True)
 class Encoding:
     """How a table's attributes are modelled: one column per small attribute, two
-    ``(v div 10, v mod 10)`` columns per attribute with more than ``split_above`` codes (public
-    quotient domain ``⌈|X|/10⌉``), and, for a public referenced table, its public parents'
-    columns (``"parent.attr"``).
+    ``(v div d, v mod d)`` columns per attribute with more than ``split_above`` codes (``d = 10``,
+    public quotient domain ``⌈|X|/d⌉``) or named in ``splits`` (its own ``d``, or kept whole),
+    and, for a public referenced table, its public parents' columns (``"parent.attr"``).
 
     Attributes:
         names: Modelled column names. dom: Their domain sizes.
         source: Per column ``(table, attribute, part)`` with part ``"whole"``, ``"hi"``, ``"lo"``.
         via: Per column the FK names followed from the table (empty for its own attributes).
+        div: Per column the divisor ``d`` of a split attribute (0 for a whole one).
     """
 
     names: tuple[str, ...]
     dom: tuple[int, ...]
     source: tuple[tuple[str, str, str], ...]
     via: tuple[tuple[str, ...], ...]
+    div: tuple[int, ...]
 
 
-def _own_columns(schema: Schema, table: str, split_above: int | None, prefix: str = ""
-                 ) -> list[tuple[str, int, tuple[str, str, str]]]:
+def _divisor(table: str, attribute: str, size: int, split_above: int | None,
+             splits: Mapping[str, int] | None) -> int:
+    """The divisor ``d`` of an attribute's two-column factorisation, 0 to keep it whole:
+    ``splits["table.attribute"]`` when given (0: whole), else 10 above ``split_above``."""
+    key = f"{table}.{attribute}"
+    if splits and key in splits:
+        d = int(splits[key])
+        return d if 0 < d < size else 0
+    return 10 if split_above is not None and size > split_above else 0
+
+
+def _own_columns(schema: Schema, table: str, split_above: int | None, prefix: str = "",
+                 splits: Mapping[str, int] | None = None
+                 ) -> list[tuple[str, int, tuple[str, str, str], int]]:
     out = []
     for a in schema.table(table).attributes:
         size = int(a.size)
-        if split_above is not None and size > split_above:
-            out.append((f"{prefix}{a.name}#hi", int(math.ceil(size / 10)), (table, a.name, "hi")))
-            out.append((f"{prefix}{a.name}#lo", 10, (table, a.name, "lo")))
+        d = _divisor(table, a.name, size, split_above, splits)
+        if d:
+            out.append((f"{prefix}{a.name}#hi", int(math.ceil(size / d)), (table, a.name, "hi"), d))
+            out.append((f"{prefix}{a.name}#lo", d, (table, a.name, "lo"), d))
         else:
-            out.append((f"{prefix}{a.name}", size, (table, a.name, "whole")))
+            out.append((f"{prefix}{a.name}", size, (table, a.name, "whole"), 0))
     return out
 
 
-def encoding(schema: Schema, table: str, *, split_above: int | None, public_context: int = 0
-             ) -> Encoding:
+def encoding(schema: Schema, table: str, *, split_above: int | None, public_context: int = 0,
+             splits: Mapping[str, int] | None = None) -> Encoding:
     """The modelled columns of ``table`` (see :class:`Encoding`); ``public_context`` hops of public
-    parents are joined only when ``table`` is public."""
-    cols = [(n, d, s, ()) for n, d, s in _own_columns(schema, table, split_above)]
+    parents are joined only when ``table`` is public; ``splits`` overrides the factorisation of
+    named attributes (``{"table.attribute": d}``, ``d = 0`` keeps it whole)."""
+    cols = [(n, d, s, (), k) for n, d, s, k in _own_columns(schema, table, split_above, splits=splits)]
     if schema.table(table).public and public_context > 0:
         frontier = [(table, ())]
         for _ in range(public_context):
@@ -130,12 +146,12 @@ def encoding(schema: Schema, table: str, *, split_above: int | None, public_cont
                     if fk.self_referential or fk.nullable or not schema.table(fk.parent).public:
                         continue
                     path = via + (fk.name,)
-                    cols += [(n, d, s, path) for n, d, s in
-                             _own_columns(schema, fk.parent, split_above, f"{fk.parent}.")]
+                    cols += [(n, d, s, path, k) for n, d, s, k in
+                             _own_columns(schema, fk.parent, split_above, f"{fk.parent}.", splits)]
                     nxt.append((fk.parent, path))
             frontier = nxt
     return Encoding(tuple(c[0] for c in cols), tuple(c[1] for c in cols),
-                    tuple(c[2] for c in cols), tuple(c[3] for c in cols))
+                    tuple(c[2] for c in cols), tuple(c[3] for c in cols), tuple(c[4] for c in cols))
 
 
 def encode(enc: Encoding, codes: Mapping[str, EncodedTable], paths: Mapping[tuple[str, ...], np.ndarray]
@@ -143,25 +159,25 @@ def encode(enc: Encoding, codes: Mapping[str, EncodedTable], paths: Mapping[tupl
     """Codes ``(n, len(enc.names))`` of a table in ``enc``: ``codes[table]`` are the tables'
     attribute codes, ``paths[via]`` the row of the reached parent for every row of the table."""
     out = []
-    for (table, attr, part), via in zip(enc.source, enc.via):
+    for (table, attr, part), via, d in zip(enc.source, enc.via, enc.div):
         col = codes[table].column(attr)
         if via:
             col = col[paths[via]]
-        out.append(col // 10 if part == "hi" else (col % 10 if part == "lo" else col))
+        out.append(col // d if part == "hi" else (col % d if part == "lo" else col))
     n = len(next(iter(paths.values()))) if paths else (len(out[0]) if out else 0)
     return np.stack(out, axis=1).astype(np.int64) if out else np.zeros((n, 0), np.int64)
 
 
 def decode(enc: Encoding, schema: Schema, table: str, codes: np.ndarray) -> EncodedTable:
     """Schema attribute codes of a table modelled in ``enc`` (split columns recombined
-    ``10·hi + lo`` and clipped to the domain, docs §3.1)."""
+    ``d·hi + lo`` and clipped to the domain, docs §3.1)."""
     t = schema.table(table)
     cols = []
     for a in t.attributes:
         if f"{a.name}#hi" in enc.names:
             hi = codes[:, enc.names.index(f"{a.name}#hi")]
-            lo = codes[:, enc.names.index(f"{a.name}#lo")]
-            cols.append(np.minimum(10 * hi + lo, int(a.size) - 1))
+            j = enc.names.index(f"{a.name}#lo")
+            cols.append(np.minimum(enc.div[j] * hi + codes[:, j], int(a.size) - 1))
         else:
             cols.append(codes[:, enc.names.index(a.name)])
     arr = np.stack(cols, axis=1).astype(np.int64) if cols else np.zeros((len(codes), 0), np.int64)
@@ -230,9 +246,14 @@ class PrivPetal(Params):
             only the best-supported pick is; the step's whole ρ goes to what is kept. ``None``:
             every pick at the planned ρ (the paper).
         split_above: Attributes with more codes are modelled as two digits (None: never).
+        splits: Per-attribute factorisation (``{"table.attribute": d}``, public): ``d ≥ 2``
+            models the attribute as ``(v div d, v mod d)``, ``d = 0`` keeps it whole whatever
+            ``split_above``; unnamed attributes follow ``split_above``. The authors' TPC-H
+            encoding keeps ``P_BRAND`` whole and splits ``P_TYPE`` by 25 (its first syllable, the
+            one Q14's ``PROMO`` selects; docs §5.1, spec [P] App. E's encoding).
         public_context: Hops of public parents whose attributes join a public referenced table.
 
-    Every parameter but ``split_above`` and ``public_context`` may differ per FK: an edge's own
+    Every parameter but ``split_above``, ``splits`` and ``public_context`` may differ per FK: an edge's own
     parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run (:meth:`for_component`).
     """
 
@@ -242,6 +263,7 @@ class PrivPetal(Params):
     linkable: ClassVar[str] = "an FK to a public parent, or one whose cap is above what it models"
     preset: str = "relviz"
     split_above: int | None = 20
+    splits: Mapping[str, int] | None = None
     public_context: int = 1
 
     def __post_init__(self) -> None:
@@ -274,15 +296,24 @@ class PrivPetal(Params):
         if self.split_above is not None and (int(self.split_above) != self.split_above
                                              or self.split_above < 10):
             raise ParameterError("split_above", "split_above must be None or an integer ≥ 10")
+        if self.splits is not None:
+            bad = [f"{k}: {v!r}" for k, v in dict(self.splits).items()
+                   if not isinstance(k, str) or "." not in k or isinstance(v, bool)
+                   or int(v) != v or v < 0 or v == 1]
+            if bad:
+                raise ParameterError("splits", "splits maps 'table.attribute' to a divisor ≥ 2, "
+                                     "or 0 to keep the attribute whole; got " + ", ".join(bad))
+            object.__setattr__(self, "splits", dict(self.splits))
 
     def for_component(self, component: Any) -> PrivPetal:
         """The configuration of one FK: that edge's own parameters (``Plan.with_params``), with
-        the table encodings (``split_above``, ``public_context``), which every FK of a table must
+        the table encodings (``split_above``, ``splits``, ``public_context``), which every FK of a table must
         share, taken from this (the plan's first edge's) configuration."""
         params = dict(getattr(component, "params", {}) or {})
         if not params:
             return self
-        params.update(split_above=self.split_above, public_context=self.public_context)
+        params.update(split_above=self.split_above, splits=self.splits,
+                      public_context=self.public_context)
         return type(self)(**params)
 
     def params(self) -> Params:
@@ -396,8 +427,8 @@ class PrivPetal(Params):
 
     def _fk_plan(self, schema: Schema, fk: ForeignKey, rho: Fraction, mult: Multipliers):  # noqa: ANN202
         henc = encoding(schema, fk.parent, split_above=self.split_above,
-                        public_context=self.public_context)
-        ienc = encoding(schema, fk.child, split_above=self.split_above)
+                        public_context=self.public_context, splits=self.splits)
+        ienc = encoding(schema, fk.child, split_above=self.split_above, splits=self.splits)
         cap = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
         sens = fk_sensitivities(schema, mult, fk)
         return plan_fk(Fraction(rho), h=len(henc.names) + 1, a=len(ienc.names), N=cap,
@@ -462,7 +493,8 @@ class PrivPetal(Params):
                     encodings.setdefault(fk.parent, henc)
                 else:
                     encodings.setdefault(fk.parent, encoding(schema, fk.parent,
-                                                             split_above=self.split_above))
+                                                             split_above=self.split_above,
+                                                             splits=self.splits))
                 paths = _paths(curator, schema, fk.parent, henc)
                 hcodes = encode(henc, {t: table(t) for t in {s[0] for s in henc.source} | {fk.parent}},
                                 paths or {(): np.arange(table(fk.parent).n_rows)})
