@@ -1039,6 +1039,46 @@ def test_F1_integrity_two_tables_with_a_factorised_attribute(household_fit) -> N
     assert syn["persons"]["income"].max() <= 24
 
 
+def test_splits_name_an_attribute_s_factorisation() -> None:
+    """``splits``: a named attribute is kept whole (0) or factorised by its own divisor ``d``
+    (``(v div d, v mod d)``, quotient domain ``⌈|X|/d⌉``) whatever ``split_above``; encoding then
+    decoding gives every code back; a fit carries the encoding to sampling (F1 integrity)."""
+    from relviz.encoding import encode_table
+    from relviz.relational.privpetal.method import decode, encode, encoding
+
+    db = household_db(300, seed=3, wide=True)
+    schema = db.schema
+    codes = encode_table(schema.table("persons"), db["persons"])
+    default = encoding(schema, "persons", split_above=20)
+    assert ("income#hi", "income#lo") == default.names[-2:] and default.dom[-2:] == (3, 10)
+    whole = encoding(schema, "persons", split_above=20, splits={"persons.income": 0})
+    assert "income" in whole.names and whole.dom[whole.names.index("income")] == 25
+    by5 = encoding(schema, "persons", split_above=None, splits={"persons.income": 5})
+    j = by5.names.index("income#hi")
+    assert by5.dom[j:j + 2] == (5, 5) and by5.div[j:j + 2] == (5, 5)
+    for enc in (default, whole, by5):
+        x = encode(enc, {"persons": codes}, {})
+        assert x.max(axis=0).tolist() < list(enc.dom)
+        np.testing.assert_array_equal(decode(enc, schema, "persons", x).codes, codes.codes)
+    synth, syn, _ = fit_sample(db, 8.0, seed=2, lam=1.0, splits={"persons.income": 5})
+    integrity(db, syn)
+    enc = synth.database_.encodings["persons"]
+    assert enc.div[enc.names.index("income#lo")] == 5
+
+
+def test_splits_parameter_is_checked_in_words() -> None:
+    """A key without its table, a divisor of 1, a negative or fractional one are all refused at
+    once, naming each."""
+    from relviz.errors import ParameterError
+    from relviz.relational.privpetal.method import PrivPetal
+
+    with pytest.raises(ParameterError, match="splits") as e:
+        PrivPetal(splits={"income": 5, "persons.age": 1, "persons.edu": -2, "persons.emp": 2.5})
+    for k in ("income", "persons.age", "persons.edu", "persons.emp"):
+        assert k in str(e.value)
+    assert PrivPetal(splits={"persons.income": 0}).splits == {"persons.income": 0}
+
+
 @pytest.mark.parametrize("which", ["chain", "shop"])
 def test_F1_integrity_chain_and_two_fks(which: str) -> None:
     """F1: a three-relation chain (households → persons → trips) and a relation with two FKs (one

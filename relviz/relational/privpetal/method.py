@@ -32,7 +32,8 @@ another FK from its partner (a parent, or null when the partner is one of that F
 
 relviz's choices (docs §5): attributes with more than ``split_above`` codes are modelled as
 ``(v div 10, v mod 10)`` with the public quotient domain and clipped on recombination (docs §3.1,
-§8 D13); a public referenced relation's attributes include those of its public parents up to
+§8 D13), unless ``splits`` names the attribute's own divisor or keeps it whole (docs §3.1: the
+authors' TPC-H encoding keeps ``P_BRAND`` whole and splits ``P_TYPE`` by 25); a public referenced relation's attributes include those of its public parents up to
 ``public_context`` hops (public, so free: TPC-H ``partsupp`` carries its part's brand, type and
 container, as in the authors' TPC-H encoding); a private table in no FK is synthesised on its own
 with the plan's single-table mechanism.
