@@ -174,15 +174,29 @@ PAPER_MODELLED_FKS = {  # dataset → method → FKs the paper models although t
 """FKs to public parents that a paper's own setup models (so they get DP caps here) where the
 method's default plan would link them: PrivPetal's TPC-H runs ([P] §6.1's 50/25/25 split models
 ``orders → customer`` and ``lineitem → partsupp``)."""
-PAPER_PARAMS = {  # dataset → method → parameters of the paper's own setup
-    "tpch": {"privpetal": {"splits": {"part.p_brand": 0, "part.p_type": 25}}},
+AUTHORS_SETUP = {  # dataset → method → component ("*": every one of the method's) → parameters
+    "tpch": {"privpetal": {
+        "*": {"splits": {"part.p_brand": 0, "part.p_type": 25}, "preset": "ri-tpch", "order": 2,
+              "k_max": 3},
+        "orders.o_custkey->customer": {"lam": 0.25, "merge_from": 1},
+        "lineitem.l_orderkey->orders": {"lam": 5.0},
+        "lineitem.l_partkey+l_suppkey->partsupp": {"lam": 0.2, "merge_from": 1},
+    }},
 }
-"""Parameters a paper's own setup uses on a dataset: PrivPetal's TPC-H encoding keeps
-``P_BRAND`` (25 codes) whole and factorises ``P_TYPE`` (150) by 25, its first syllable ([P]'s
-TPC-H encoding, docs/methods/privpetal.md §5.1), where relviz's default (``split_above`` 20)
-would split both as ``(v div 10, v mod 10)`` of their code, which cuts the brand ~ quantity and
-type ~ quantity associations of the revisions into pieces. Set on every component of the method
-(``Plan.with_params``)."""
+"""``--setup authors``: the parameters of the authors' own runs on a dataset (their code's
+per-dataset configuration, spec/privpetal.md §5.1 "RI TPC-H"; docs/methods/privpetal.md §6.10),
+set on the method's components with ``Plan.with_params``. PrivPetal on TPC-H: its encoding keeps
+``P_BRAND`` (25 codes) whole and factorises ``P_TYPE`` (150) by 25, its first syllable, where
+relviz's default (``split_above`` 20) splits both as ``(v div 10, v mod 10)`` of their code; the
+``ri-tpch`` budget split, order-2 permutation relations, ``k_max`` 3, and per-FK λ and merging
+intervals (λ 0.25 / 5 / 0.2; sizes ≥ 1 merged on the FKs to public parents). The default setup
+(``relviz``) runs every method with its own defaults."""
+AUTHORS_MODELLED_FKS = {
+    "tpch": {"privlava": ("orders.o_custkey->customer", "lineitem.l_partkey+l_suppkey->partsupp")},
+}
+"""``--setup authors``: FKs to public parents the authors' runs model where the method's default
+plan links them (PrivLava's TPC-H run models both; docs/methods/privlava.md §6)."""
+SETUPS = ("relviz", "authors")
 DEFAULT_EPS = (0.5, 1.0, 4.0)
 PAPER_EPS = (0.2, 0.4, 0.8, 1.6, 3.2)
 DEFAULT_MECHANISMS = ("mst",)
@@ -319,7 +333,7 @@ CAP_SHARE = 0.05
 a cap on every private FK (PrivLava) where the dataset declares none (FKs to public parents)."""
 
 
-def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
+def _caps_for(db, spec: dict, setup: str = "relviz"):  # noqa: ANN001, ANN202
     """``(database, note)``: PrivLava and PrivPetal need τ on every private FK they model; uncapped
     ones get a DP 0.99-quantile cap charged to the run's ledger (the papers' non-private 99 %
     quantile, made private: ``relviz.privacy.caps.with_dp_caps``). PrivLava's default plan links
@@ -344,6 +358,8 @@ def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
     # the default plan links uncapped FKs to public parents, except where the paper models them
     method = get_database(spec["method"])
     paper = PAPER_MODELLED_FKS.get(spec["dataset"], {}).get(spec["method"], ())
+    if setup == "authors":
+        paper = (*paper, *AUTHORS_MODELLED_FKS.get(spec["dataset"], {}).get(spec["method"], ()))
     missing = [n for n in missing
                if n in paper or method.linked_reason(db.schema, db.schema.foreign_key(n)) is None]
     if not missing:
@@ -354,15 +370,15 @@ def _caps_for(db, spec: dict):  # noqa: ANN001, ANN202
     return out, "DP caps " + ", ".join(f"{r.fk} τ={r.tau}" for r in rel)
 
 
-def _paper_params(plan, spec: dict):  # noqa: ANN001, ANN202
-    """``plan`` with :data:`PAPER_PARAMS` of the cell's dataset and method on every component of
-    that method (None stays None)."""
-    params = PAPER_PARAMS.get(spec["dataset"], {}).get(spec["method"])
+def _authors_params(plan, spec: dict):  # noqa: ANN001, ANN202
+    """``plan`` with :data:`AUTHORS_SETUP`'s parameters for the cell's dataset and method on that
+    method's components (``"*"`` first, then the component's own; None stays None)."""
+    params = AUTHORS_SETUP.get(spec["dataset"], {}).get(spec["method"])
     if plan is None or not params:
         return plan
     for c in plan.components:
         if c.method == spec["method"]:
-            plan = plan.with_params(c.name, **params)
+            plan = plan.with_params(c.name, **params.get("*", {}), **params.get(c.name, {}))
     return plan
 
 
@@ -457,12 +473,14 @@ def run_one(spec: dict, opts: dict) -> dict:
     key = {k: spec[k] for k in KEY_COLUMNS}
     try:
         db = _database(spec["dataset"], opts["quick"], opts["tpch_sf"], opts["households"])
-        db, caps_note = _caps_for(db, spec)
+        setup = opts.get("setup", "relviz")
+        db, caps_note = _caps_for(db, spec, setup)
         plan, reason, fallbacks = _plan(db, spec["mechanism"], spec["method"], spec["epsilon"],
                                         opts["delta"], opts["quick"])
         if caps_note:
             fallbacks = [caps_note, *fallbacks]
-        plan = _paper_params(plan, spec)
+        if setup == "authors":
+            plan = _authors_params(plan, spec)
         if plan is None:
             return {"run": {**key, "status": "skipped", "reason": reason, "fallbacks": "",
                             "seconds": 0.0}, "measures": []}
@@ -540,7 +558,8 @@ def _grid(args: argparse.Namespace) -> tuple[list[dict], dict]:
     opts = {"quick": args.quick, "delta": args.delta,
             "tpch_sf": args.tpch_sf or (0.01 if args.quick else 0.1),
             "households": args.households or (1000 if args.quick else 5000),
-            "census_queries": args.census_queries or (10_000 if args.paper else 2_000)}
+            "census_queries": args.census_queries or (10_000 if args.paper else 2_000),
+            "setup": args.setup}
     specs = [{"dataset": d, "mechanism": m, "method": me, "epsilon": e, "seed": s}
              for d in datasets for m in mechs for me in methods for e in eps
              for s in range(args.first_seed, args.first_seed + seeds)]
@@ -588,6 +607,10 @@ def main(argv: list[str] | None = None) -> None:
                     help="smoke test: every dataset/mechanism/method, ε = 1, one seed, small sizes")
     ap.add_argument("--paper", action="store_true",
                     help="the papers' grid: ε 0.2..3.2, 10 seeds, 10,000 census queries; tpch, census")
+    ap.add_argument("--setup", choices=SETUPS, default="relviz",
+                    help="relviz: every method with its defaults; authors: the authors' own "
+                         "per-dataset configuration where known (AUTHORS_SETUP, "
+                         "AUTHORS_MODELLED_FKS: PrivPetal's and PrivLava's TPC-H runs)")
     ap.add_argument("--tpch-sf", type=float, help="TPC-H scale factor (default 0.1; --quick 0.01)")
     ap.add_argument("--households", type=int, help="census households (default 5000; --quick 1000)")
     ap.add_argument("--census-queries", type=int, help="queries per census panel (default 2000; "
@@ -760,7 +783,7 @@ def markdown(runs: list[dict], measures: list[dict], args: argparse.Namespace, o
         "# Fidelity benchmark (curator view, not private)",
         "",
         f"`{' '.join(['.venv/bin/python', 'benchmarks/fidelity.py', *sys.argv[1:]])}` — mode {mode}, "
-        f"δ = {opts['delta']:g}, TPC-H sf {opts['tpch_sf']:g}, census {opts['households']:,} households "
+        f"setup {opts['setup']}, δ = {opts['delta']:g}, TPC-H sf {opts['tpch_sf']:g}, census {opts['households']:,} households "
         f"and {opts['census_queries']:,} queries per panel. {len(ok)} runs ok, {len(failed)} failed, "
         f"{sum(r['status'] == 'skipped' for r in runs)} skipped; wall time {wall:.0f} s "
         f"({wall / 60:.1f} min), jobs {args.jobs}.",

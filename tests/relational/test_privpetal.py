@@ -1777,3 +1777,31 @@ def test_gate_parameter_and_noise_preview() -> None:
     keys = list(PrivPetal(inter_z=None).noise_scales(db.schema, fk, Fraction(1, 10),
                                                      multipliers=multipliers(db.schema)))
     assert any(k.startswith("Alg. 5 (3)") and "at most" not in k for k in keys)
+
+
+def test_authors_tpch_setup_configures_every_fk() -> None:
+    """``benchmarks/fidelity.py --setup authors``: PrivPetal's TPC-H plan carries the authors'
+    per-FK λ and merging, their encoding (``P_BRAND`` whole, ``P_TYPE`` by 25) on the table
+    encodings, and passes the plan checks; the default setup leaves the plan as it was."""
+    import benchmarks.fidelity as F
+    from relviz import datasets
+    from relviz.relational import get_database
+
+    db = datasets.load("tpch", sf=0.01)
+    spec = {"dataset": "tpch", "mechanism": "mst", "method": "privpetal", "epsilon": 1.6, "seed": 0}
+    schema = db.schema
+    for fk in ("orders.o_custkey->customer", "lineitem.l_partkey+l_suppkey->partsupp"):
+        schema = schema.with_cap(fk, 8)
+    base = Plan.default(schema, 1.6, 1e-6, method="privpetal")
+    plan = F._authors_params(base, spec)
+    assert F._authors_params(base, {**spec, "method": "privlava"}) is base
+    assert not plan.problems(schema)
+    own = F.AUTHORS_SETUP["tpch"]["privpetal"]
+    for c in plan.edges:
+        assert c.params["lam"] == own[c.name]["lam"] and c.params["order"] == 2, c.name
+        assert c.params.get("merge_from") == own[c.name].get("merge_from"), c.name
+    method = get_database("privpetal", **plan.component_of_method("privpetal").params)
+    fk = schema.foreign_key("lineitem.l_partkey+l_suppkey->partsupp")
+    _, henc, _ = method._fk_plan(schema, fk, Fraction(1, 100), multipliers(schema))
+    assert "part.p_brand" in henc.names and henc.dom[henc.names.index("part.p_brand")] == 25
+    assert henc.dom[henc.names.index("part.p_type#hi")] == 6
