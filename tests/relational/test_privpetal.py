@@ -1073,10 +1073,16 @@ def test_splits_parameter_is_checked_in_words() -> None:
     from relviz.relational.privpetal.method import PrivPetal
 
     with pytest.raises(ParameterError, match="splits") as e:
-        PrivPetal(splits={"income": 5, "persons.age": 1, "persons.edu": -2, "persons.emp": 2.5})
-    for k in ("income", "persons.age", "persons.edu", "persons.emp"):
+        PrivPetal(splits={"income": 5, "persons.age": 1, "persons.edu": -2, "persons.emp": 2.5,
+                          "persons.rooms": "ten"})
+    for k in ("income", "persons.age", "persons.edu", "persons.emp", "persons.rooms"):
         assert k in str(e.value)
     assert PrivPetal(splits={"persons.income": 0}).splits == {"persons.income": 0}
+    db = household_db(50, seed=0, wide=True)
+    plan = Plan.default(db.schema, 1.0, 1e-6, method="privpetal")
+    plan = plan.with_params(plan.edges[0].name, splits={"persons.income": 5, "persons.wage": 0})
+    msgs = [str(p) for p in plan.problems(db.schema)]
+    assert any("persons.wage" in m for m in msgs) and not any("persons.income" in m for m in msgs)
 
 
 @pytest.mark.parametrize("which", ["chain", "shop"])

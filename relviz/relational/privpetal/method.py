@@ -249,9 +249,10 @@ class PrivPetal(Params):
         split_above: Attributes with more codes are modelled as two digits (None: never).
         splits: Per-attribute factorisation (``{"table.attribute": d}``, public): ``d ≥ 2``
             models the attribute as ``(v div d, v mod d)``, ``d = 0`` keeps it whole whatever
-            ``split_above``; unnamed attributes follow ``split_above``. The authors' TPC-H
-            encoding keeps ``P_BRAND`` whole and splits ``P_TYPE`` by 25 (its first syllable, the
-            one Q14's ``PROMO`` selects; docs §5.1, spec [P] App. E's encoding).
+            ``split_above`` (as does a divisor not below the domain size); unnamed attributes
+            follow ``split_above``. The authors' TPC-H encoding keeps ``P_BRAND`` whole and
+            splits ``P_TYPE`` by 25, its first syllable, the one Q14's ``PROMO`` selects (docs
+            §3.1). A name that is no attribute of the schema is a plan problem.
         public_context: Hops of public parents whose attributes join a public referenced table.
 
     Every parameter but ``split_above``, ``splits`` and ``public_context`` may differ per FK: an edge's own
@@ -300,7 +301,7 @@ class PrivPetal(Params):
         if self.splits is not None:
             bad = [f"{k}: {v!r}" for k, v in dict(self.splits).items()
                    if not isinstance(k, str) or "." not in k or isinstance(v, bool)
-                   or int(v) != v or v < 0 or v == 1]
+                   or not isinstance(v, (int, float)) or int(v) != v or v < 0 or v == 1]
             if bad:
                 raise ParameterError("splits", "splits maps 'table.attribute' to a divisor ≥ 2, "
                                      "or 0 to keep the attribute whole; got " + ", ".join(bad))
@@ -396,6 +397,11 @@ class PrivPetal(Params):
                 except (TypeError, ValueError) as e:
                     out.append(Problem("bad_parameter", f"privpetal: {e}", column=c.name))
         out += mixed_mode_linker_problems("PrivPetal", components, linked, schema)
+        for key in sorted(self.splits or {}):
+            table, _, attr = key.partition(".")
+            if table not in schema.table_names or attr not in schema.table(table).attribute_names:
+                out.append(Problem("bad_parameter", f"privpetal: splits names {key!r}, which is no "
+                                   "attribute of the schema ('table.attribute')", column=key))
         names = {(c.name, c.kind) for c in components}
         unit = schema.privacy_unit
         for fk in schema.private_foreign_keys:
