@@ -432,10 +432,14 @@ class PrivPetal(Params):
                                "private table (it is in no FK it models)", t))
         return out
 
+    def _encoding(self, schema: Schema, table: str, public_context: int = 0) -> Encoding:
+        """:func:`encoding` of ``table`` with this configuration's ``split_above`` and ``splits``."""
+        return encoding(schema, table, split_above=self.split_above, splits=self.splits,
+                        public_context=public_context)
+
     def _fk_plan(self, schema: Schema, fk: ForeignKey, rho: Fraction, mult: Multipliers):  # noqa: ANN202
-        henc = encoding(schema, fk.parent, split_above=self.split_above,
-                        public_context=self.public_context, splits=self.splits)
-        ienc = encoding(schema, fk.child, split_above=self.split_above, splits=self.splits)
+        henc = self._encoding(schema, fk.parent, self.public_context)
+        ienc = self._encoding(schema, fk.child)
         cap = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
         sens = fk_sensitivities(schema, mult, fk)
         return plan_fk(Fraction(rho), h=len(henc.names) + 1, a=len(ienc.names), N=cap,
@@ -499,9 +503,7 @@ class PrivPetal(Params):
                 if schema.table(fk.parent).public:
                     encodings.setdefault(fk.parent, henc)
                 else:
-                    encodings.setdefault(fk.parent, encoding(schema, fk.parent,
-                                                             split_above=self.split_above,
-                                                             splits=self.splits))
+                    encodings.setdefault(fk.parent, self._encoding(schema, fk.parent))
                 paths = _paths(curator, schema, fk.parent, henc)
                 hcodes = encode(henc, {t: table(t) for t in {s[0] for s in henc.source} | {fk.parent}},
                                 paths or {(): np.arange(table(fk.parent).n_rows)})
