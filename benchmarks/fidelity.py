@@ -196,7 +196,12 @@ AUTHORS_MODELLED_FKS = {
 }
 """``--setup authors``: FKs to public parents the authors' runs model where the method's default
 plan links them (PrivLava's TPC-H run models both; docs/methods/privlava.md §6)."""
-SETUPS = ("relviz", "authors")
+SETUPS = ("relviz", "authors", "authors-public-fks", "authors-generic")
+"""``--setup``: ``relviz`` (every method with its defaults), ``authors`` (:data:`AUTHORS_SETUP` and
+:data:`AUTHORS_MODELLED_FKS` whole), or one part of it, to tell what each part does
+(docs/methods/privpetal.md §6.10): ``authors-public-fks``, the entries of the FKs to public
+parents only (and the modelled FKs); ``authors-generic``, the rest (the ``"*"`` entry and the FKs
+to private parents)."""
 DEFAULT_EPS = (0.5, 1.0, 4.0)
 PAPER_EPS = (0.2, 0.4, 0.8, 1.6, 3.2)
 DEFAULT_MECHANISMS = ("mst",)
@@ -358,7 +363,7 @@ def _caps_for(db, spec: dict, setup: str = "relviz"):  # noqa: ANN001, ANN202
     # the default plan links uncapped FKs to public parents, except where the paper models them
     method = get_database(spec["method"])
     paper = PAPER_MODELLED_FKS.get(spec["dataset"], {}).get(spec["method"], ())
-    if setup == "authors":
+    if setup in ("authors", "authors-public-fks"):
         paper = (*paper, *AUTHORS_MODELLED_FKS.get(spec["dataset"], {}).get(spec["method"], ()))
     missing = [n for n in missing
                if n in paper or method.linked_reason(db.schema, db.schema.foreign_key(n)) is None]
@@ -370,15 +375,24 @@ def _caps_for(db, spec: dict, setup: str = "relviz"):  # noqa: ANN001, ANN202
     return out, "DP caps " + ", ".join(f"{r.fk} τ={r.tau}" for r in rel)
 
 
-def _authors_params(plan, spec: dict):  # noqa: ANN001, ANN202
+def _authors_params(plan, spec: dict, setup: str = "authors", schema=None):  # noqa: ANN001, ANN202
     """``plan`` with :data:`AUTHORS_SETUP`'s parameters for the cell's dataset and method on that
-    method's components (``"*"`` first, then the component's own; None stays None)."""
+    method's components (``"*"`` first, then the component's own; None stays None); ``setup``
+    (:data:`SETUPS`) keeps all of them or one part (which needs the ``schema``, to tell the FKs to
+    public parents)."""
     params = AUTHORS_SETUP.get(spec["dataset"], {}).get(spec["method"])
     if plan is None or not params:
         return plan
     for c in plan.components:
-        if c.method == spec["method"]:
-            plan = plan.with_params(c.name, **params.get("*", {}), **params.get(c.name, {}))
+        if c.method != spec["method"]:
+            continue
+        to_public = setup != "authors" and c.kind == "edge" and \
+            schema.table(schema.foreign_key(c.name).parent).public
+        star = {} if setup == "authors-public-fks" else params.get("*", {})
+        own = {} if (setup == "authors-public-fks" and not to_public) or \
+            (setup == "authors-generic" and to_public) else params.get(c.name, {})
+        if star or own:
+            plan = plan.with_params(c.name, **star, **own)
     return plan
 
 
@@ -479,8 +493,8 @@ def run_one(spec: dict, opts: dict) -> dict:
                                         opts["delta"], opts["quick"])
         if caps_note:
             fallbacks = [caps_note, *fallbacks]
-        if setup == "authors":
-            plan = _authors_params(plan, spec)
+        if setup != "relviz":
+            plan = _authors_params(plan, spec, setup, db.schema)
         if plan is None:
             return {"run": {**key, "status": "skipped", "reason": reason, "fallbacks": "",
                             "seconds": 0.0}, "measures": []}
@@ -610,7 +624,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--setup", choices=SETUPS, default="relviz",
                     help="relviz: every method with its defaults; authors: the authors' own "
                          "per-dataset configuration where known (AUTHORS_SETUP, "
-                         "AUTHORS_MODELLED_FKS: PrivPetal's and PrivLava's TPC-H runs)")
+                         "AUTHORS_MODELLED_FKS: PrivPetal's and PrivLava's TPC-H runs); "
+                         "authors-public-fks / authors-generic: one part of it (SETUPS)")
     ap.add_argument("--tpch-sf", type=float, help="TPC-H scale factor (default 0.1; --quick 0.01)")
     ap.add_argument("--households", type=int, help="census households (default 5000; --quick 1000)")
     ap.add_argument("--census-queries", type=int, help="queries per census panel (default 2000; "

@@ -1811,3 +1811,13 @@ def test_authors_tpch_setup_configures_every_fk() -> None:
     _, henc, _ = method._fk_plan(schema, fk, Fraction(1, 100), multipliers(schema))
     assert "part.p_brand" in henc.names and henc.dom[henc.names.index("part.p_brand")] == 25
     assert henc.dom[henc.names.index("part.p_type#hi")] == 6
+    # the two parts (docs §6.10): the FKs to public parents' own entries, and everything else
+    public = F._authors_params(base, spec, "authors-public-fks", schema)
+    generic = F._authors_params(base, spec, "authors-generic", schema)
+    assert not public.problems(schema) and not generic.problems(schema)
+    for c in base.edges:
+        to_public = schema.table(schema.foreign_key(c.name).parent).public
+        pub, gen = public.component(c.name).params, generic.component(c.name).params
+        assert (pub.get("lam") == own[c.name]["lam"]) is to_public, c.name
+        assert (gen.get("lam") == own[c.name]["lam"]) is not to_public, c.name
+        assert "order" not in pub and gen["order"] == 2 and gen["splits"], c.name
