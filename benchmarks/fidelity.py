@@ -378,19 +378,24 @@ def _caps_for(db, spec: dict, setup: str = "relviz"):  # noqa: ANN001, ANN202
 def _authors_params(plan, spec: dict, setup: str = "authors", schema=None):  # noqa: ANN001, ANN202
     """``plan`` with :data:`AUTHORS_SETUP`'s parameters for the cell's dataset and method on that
     method's components (``"*"`` first, then the component's own; None stays None); ``setup``
-    (:data:`SETUPS`) keeps all of them or one part (which needs the ``schema``, to tell the FKs to
-    public parents)."""
+    (:data:`SETUPS`) keeps all of them (``authors``), none (``relviz``) or one part, which needs
+    the ``schema`` to tell the FKs to public parents (ValueError without it, or for an unknown
+    setup)."""
+    if setup not in SETUPS:
+        raise ValueError(f"unknown setup {setup!r} (choose from {', '.join(SETUPS)})")
+    if setup not in ("relviz", "authors") and schema is None:
+        raise ValueError(f"setup {setup!r} needs the schema, to tell the FKs to public parents")
     params = AUTHORS_SETUP.get(spec["dataset"], {}).get(spec["method"])
-    if plan is None or not params:
+    if plan is None or not params or setup == "relviz":
         return plan
+    star = params.get("*", {}) if setup != "authors-public-fks" else {}
     for c in plan.components:
         if c.method != spec["method"]:
             continue
-        to_public = setup != "authors" and c.kind == "edge" and \
+        to_public = c.kind == "edge" and setup != "authors" and \
             schema.table(schema.foreign_key(c.name).parent).public
-        star = {} if setup == "authors-public-fks" else params.get("*", {})
-        own = {} if (setup == "authors-public-fks" and not to_public) or \
-            (setup == "authors-generic" and to_public) else params.get(c.name, {})
+        keep_own = setup == "authors" or (setup == "authors-public-fks") == to_public
+        own = params.get(c.name, {}) if keep_own else {}
         if star or own:
             plan = plan.with_params(c.name, **star, **own)
     return plan

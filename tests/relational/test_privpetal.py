@@ -1821,3 +1821,7 @@ def test_authors_tpch_setup_configures_every_fk() -> None:
         assert (pub.get("lam") == own[c.name]["lam"]) is to_public, c.name
         assert (gen.get("lam") == own[c.name]["lam"]) is not to_public, c.name
         assert "order" not in pub and gen["order"] == 2 and gen["splits"], c.name
+    assert F._authors_params(base, spec, "relviz", schema) is base
+    for setup, sch in (("authors-generic", None), ("paper", schema)):
+        with pytest.raises(ValueError, match="setup"):
+            F._authors_params(base, spec, setup, sch)
