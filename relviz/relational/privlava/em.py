@@ -175,15 +175,18 @@ class LatentSpec:
 @dataclass
 class EMState:
     """Parameters of the group model: ``p_Z`` ``(K,)``, ``p_size`` ``(|𝒮|, K)`` (columns sum to
-    1), the fitted tuple model (``mbi`` model, or ``None`` before the first fit) and the last
-    E-step's hard assignment ``z_G`` of every real group. ``z_G`` is not a release: it is read
-    once, to augment the parent for its accounted single-relation model (PrivLava §4.4), and
-    then cleared, so a fitted model holds released values only."""
+    1), the fitted tuple model (``mbi`` model, or ``None`` before the first fit), the last
+    E-step's hard assignment ``z_G`` of every real group (``z_hard``, int64 ``(groups,)``) and
+    the parent rows those groups are (``parents``, int64 ``(groups,)``, row positions in the
+    parent table). Neither is a release: they are read once, to augment the parent for its
+    accounted single-relation model (PrivLava §4.4), and then cleared, so a fitted model holds
+    released values only."""
 
     p_z: np.ndarray
     p_size: np.ndarray
     model: object | None = None
     z_hard: np.ndarray | None = None
+    parents: np.ndarray | None = None
     first: bool = True
 
 

@@ -445,7 +445,7 @@ class PrivLava:
             z = self._parent_latent(curator, fk, model, p_codes.shape[0], seed)
             # z_G is per real group: it enters only the parent's accounted single-relation fit
             # below and is never kept (a fitted model holds releases only)
-            model.state.z_hard = model.state.parents_ = None  # type: ignore[attr-defined]
+            model.state.z_hard = model.state.parents = None
             k = model.spec.k
             aug[fk.parent] = (p_attrs + (model.spec.z1, model.spec.z2),
                               {**p_dom, model.spec.z1: k, model.spec.z2: k},
@@ -480,7 +480,7 @@ class PrivLava:
     def _parent_latent(self, curator: Curator, fk: ForeignKey, model: FKModel, n_parent: int,
                        seed: int) -> np.ndarray:
         z = np.full(n_parent, -1, dtype=np.int64)
-        z[model.state.parents_] = model.state.z_hard  # type: ignore[attr-defined]
+        z[model.state.parents] = model.state.z_hard
         missing = np.flatnonzero(z < 0)
         if len(missing):
             keys = curator.row_keys(fk.parent, seed ^ 0x2A)[missing]
@@ -666,7 +666,7 @@ class PrivLava:
         state.p_size = pooled_group_sizes(state.p_size, state.p_z, spec, size_log,
                                           n_children=max(n_noisy - null_noisy, 0.0))
         rep(1.0, f"fitted (k = {k}, {len(latent)} latent marginals)")
-        state.parents_ = parents  # type: ignore[attr-defined]
+        state.parents = parents
         return FKModel(fk.name, spec, state, attrs, n_noisy, null_noisy, latent, useful, cal)
 
 
