@@ -1825,3 +1825,25 @@ def test_authors_tpch_setup_configures_every_fk() -> None:
     for setup, sch in (("authors-generic", None), ("paper", schema)):
         with pytest.raises(ValueError, match="setup"):
             F._authors_params(base, spec, setup, sch)
+
+
+def test_raked_size_logits_hit_the_released_histogram() -> None:
+    """``size_raking`` (docs §6.10): one factor per size makes the rows' expected size histogram
+    the released ``ñ_s`` rescaled to the rows (to 1e-6 of the rows, far below one row), keeps
+    each row's odds between sizes up to those factors, and gives a size of target 0 no mass."""
+    from relviz.errors import ParameterError
+    from relviz.relational.privpetal.method import PrivPetal, raked_size_logits
+
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(5_000, 5)) + np.array([2.0, 1.0, 0.0, -1.0, -2.0])
+    target = np.array([100.0, 300.0, 0.0, 400.0, 200.0])
+    out = raked_size_logits(logits, target)
+    p = mrf.logits_to_probs(out)
+    assert np.allclose(p.sum(axis=0), target * 5_000 / target.sum(), atol=1e-6 * 5_000)
+    assert p[:, 2].max() == 0.0
+    shift = out - logits
+    keep = [0, 1, 3, 4]
+    assert np.allclose(shift[:, keep], shift[0, keep])  # one factor per size, the same in every row
+    assert mrf.logits_to_probs(logits).sum(axis=0)[3] < 0.2 * 5_000  # (the raking moved mass)
+    with pytest.raises(ParameterError, match="size_raking"):
+        PrivPetal(size_raking="yes")

@@ -94,6 +94,7 @@ class Params:
     slice_weights: str = "noise"
     device: str = "auto"
     inter_z: float | None = 2.0
+    size_raking: bool = False
 
 
 def fit_device(device: str):  # noqa: ANN201
@@ -309,6 +310,7 @@ class FKFit:
     sampling: str = "rounded"
     n_null: float = 0.0
     imodel: Model | None = None
+    size_raking: bool = False
 
 
 # -- one FK ----------------------------------------------------------------------------------------
@@ -799,7 +801,7 @@ class _Run:
                 "(docs/methods/privpetal.md §7)", UserWarning, stacklevel=2)
         return FKFit(self.fk, self.n_noisy, [SIZE] + [("H", k) for k in range(h1)], self.hdom,
                      self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
-                     p.sampling, n_null, self.imodel)
+                     p.sampling, n_null, self.imodel, bool(p.size_raking))
 
 
 def _vars(key: Key) -> list[Var]:
