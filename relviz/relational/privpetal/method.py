@@ -743,7 +743,8 @@ def raked_size_logits(logits: np.ndarray, n_sizes: np.ndarray, iters: int = 200,
                       tol: float = 1e-9) -> np.ndarray:
     """``logits`` ``(rows, N+1)`` of ``p(size | row)`` plus one log-factor per size, found by
     iterative proportional fitting so that ``Σ_rows p(s | row)`` is ``n_sizes`` (``(N+1,)``,
-    non-negative, rescaled to the number of rows) within ``tol`` relative error (post-processing
+    non-negative, rescaled to the number of rows) to within ``tol`` times the number of rows,
+    or after ``iters`` rounds (post-processing
     of released values; PrivPetal's ``size_raking``, docs §6.10). A size with no mass in the
     target gets probability 0 in every row, unless a row has mass only there (then that row is
     kept as it was, and the fit is as close as those rows allow)."""
