@@ -52,6 +52,7 @@ from relviz.relational.privpetal.mrf import (
 )
 from relviz.relational.privpetal.npm import (
     SIZE,
+    Entry,
     Key,
     NPMStore,
     PrivateFK,
@@ -95,6 +96,7 @@ class Params:
     device: str = "auto"
     inter_z: float | None = 2.0
     size_raking: bool = False
+    debias_stored_h: bool = False
 
 
 def fit_device(device: str):  # noqa: ANN201
@@ -672,9 +674,7 @@ class _Run:
                 key, axes = canonical(list(s))
                 e = self.store.get(key, lo)
                 mu = model.marginal(axes)
-                diff = np.abs(e.arr[lo:] - mu)
-                keep = ~e.masked[lo:]
-                scores.append(float(diff[keep].sum()))
+                scores.append(stored_h_score(e, mu, lo, p.debias_stored_h))
             added = sum(add(ct[int(x)]) for x in np.argsort(-np.asarray(scores), kind="stable")[:r_t])
             if added:  # nothing new: the fit would not change
                 model.fit(p.refit_iters)
@@ -802,6 +802,30 @@ class _Run:
         return FKFit(self.fk, self.n_noisy, [SIZE] + [("H", k) for k in range(h1)], self.hdom,
                      self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
                      p.sampling, n_null, self.imodel, bool(p.size_raking))
+
+
+def stored_h_score(e: Entry, mu: np.ndarray, lo: int, debias: bool) -> float:
+    """The h-score of a stored NPM against the model's marginal ``mu`` (shape ``e.arr[lo:]``):
+    ``Σ_{s ≥ lo} ‖M̃_s − μ_s‖₁`` over the slices that are not masked ([P] §4.3, free: ``M̃`` is
+    the stored noisy array).
+
+    With ``debias`` (relviz's addition, docs/methods/privpetal.md §6.11) the L1 norm that the
+    stored noise alone gives is subtracted: ``√(2/π)·Σ_s c·√var_s``, ``c`` the cells of a slice
+    and ``var_s`` the noise variance per cell that the store keeps (after the rescaling to
+    ``ñ_s``, roll-ups included). Where the model already fits the true NPM each residual cell is
+    that noise, whose mean absolute value is ``√(2/π)·√var_s``, so the raw score grows with the
+    candidate's cells and noise and ranks the largest, noisiest stored NPMs first; debiased, a
+    candidate scores above 0 only by the misfit the noise does not explain (the penalty of
+    McKenna, Mullins, Sheldon & Miklau, "AIM: An Adaptive and Iterative Mechanism for
+    Differentially Private Synthetic Data", VLDB 2022, §4.2). Post-processing of stored noisy
+    arrays and their public variances."""
+    keep = ~e.masked[lo:]
+    h = float(np.abs(e.arr[lo:] - mu)[keep].sum())
+    if debias:
+        cells = int(np.prod(e.arr.shape[1:]))
+        sd = np.sqrt(e.var[lo:][keep])
+        h -= MEAN_ABS * cells * float(sd[np.isfinite(sd)].sum())
+    return h
 
 
 def _vars(key: Key) -> list[Var]:

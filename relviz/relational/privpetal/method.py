@@ -259,6 +259,11 @@ class PrivPetal(Params):
             factor per size so that the drawn sizes' expected histogram is the released ``ñ_s``
             scaled to those rows (iterative proportional fitting; post-processing, relviz's
             addition, docs §6.10). Default False: Algorithm 4's conditionals as fitted.
+        debias_stored_h: Phase A of Algorithm 2 ranks stored NPMs by h-scores on their noisy
+            arrays; with True the L1 norm their noise alone gives (``√(2/π)·√var`` per cell)
+            is subtracted, so large noisy NPMs are not preferred for their noise
+            (``algorithms.stored_h_score``; post-processing, relviz's addition, docs §6.11).
+            Default False: the paper's raw h-score.
 
     Every parameter but ``split_above``, ``splits`` and ``public_context`` may differ per FK: an edge's own
     parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run (:meth:`for_component`).
@@ -298,8 +303,9 @@ class PrivPetal(Params):
             raise ParameterError("lam", "lam and max_cells must be positive")
         if not (self.device in ("auto", "numpy", "cpu") or str(self.device).startswith("cuda")):
             raise ParameterError("device", "device must be 'auto', 'numpy', 'cpu' or 'cuda[:n]'")
-        if not isinstance(self.size_raking, bool):
-            raise ParameterError("size_raking", "size_raking must be True or False")
+        for name in ("size_raking", "debias_stored_h"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParameterError(name, f"{name} must be True or False")
         if self.inter_z is not None and not (math.isfinite(self.inter_z) and self.inter_z >= 0):
             raise ParameterError("inter_z", "inter_z must be None or a finite number ≥ 0")
         if self.split_above is not None and (int(self.split_above) != self.split_above
