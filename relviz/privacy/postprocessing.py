@@ -4,6 +4,8 @@ Why relviz writes this itself: the Euclidean projection onto a scaled simplex is
 (Held, Wolfe & Crowder 1974; Duchi et al., "Efficient projections onto the l1-ball", ICML 2008,
 Fig. 1), shared by the single-table and degree mechanisms. :func:`reconcile_sizes` is relviz's
 glue between independently released totals (a bounded least-squares problem handed to SciPy).
+:func:`fit_margins` is iterative proportional fitting, a loop of two numpy scalings, shared by
+PrivLava's group-size post-processing and PrivPetal's ``size_raking``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["SizeFact", "project_counts", "project_counts_moment", "project_monotone",
+__all__ = ["SizeFact", "fit_margins", "project_counts", "project_counts_moment", "project_monotone",
            "reconcile_sizes"]
 
 
@@ -81,6 +83,38 @@ def project_counts_moment(y: np.ndarray, total: float, values: np.ndarray, momen
         else:
             hi_mu = mu
     return at(0.5 * (lo_mu + hi_mu))
+
+
+def fit_margins(joint: np.ndarray, rows: np.ndarray, cols: np.ndarray, iters: int = 200,
+                tol: float = 0.0) -> np.ndarray:
+    """Iterative proportional fitting (Deming & Stephan, "On a least squares adjustment of a
+    sampled frequency table when the expected marginal totals are known", Ann. Math. Statist.
+    1940) of a non-negative 2-D table to row sums ``rows`` and column sums ``cols``: each round
+    scales the rows, then the columns; rows and columns with no mass stay empty.
+
+    Args:
+        joint: ``(r, c)`` non-negative table (not modified).
+        rows: ``(r,)`` target row sums.
+        cols: ``(c,)`` target column sums (the same total as ``rows`` for an exact fit).
+        iters: Most rounds.
+        tol: Stop early once every row sum is within ``tol × Σ cols`` of its target (after a
+            round's column scaling the column sums are exact); 0: run every round.
+
+    Returns:
+        A new ``(r, c)`` float64 table.
+    """
+    joint = np.array(joint, dtype=np.float64)
+    rows = np.asarray(rows, dtype=np.float64)
+    cols = np.asarray(cols, dtype=np.float64)
+    bound = tol * float(cols.sum())
+    for _ in range(iters):
+        row = joint.sum(axis=1)
+        joint *= np.divide(rows, row, out=np.zeros_like(rows), where=row > 0)[:, None]
+        col = joint.sum(axis=0)
+        joint *= np.divide(cols, col, out=np.zeros_like(cols), where=col > 0)[None, :]
+        if bound > 0 and np.max(np.abs(joint.sum(axis=1) - rows), initial=0.0) <= bound:
+            break
+    return joint
 
 
 def project_monotone(y: np.ndarray, lower: float, upper: float) -> np.ndarray:

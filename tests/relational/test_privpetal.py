@@ -1828,24 +1828,33 @@ def test_authors_tpch_setup_configures_every_fk() -> None:
             F._authors_params(base, spec, setup, sch)
 
 
-def test_raked_size_logits_hit_the_released_histogram() -> None:
-    """``size_raking`` (docs §6.10): one factor per size makes the rows' expected size histogram
-    the released ``ñ_s`` rescaled to the rows (to 1e-6 of the rows, far below one row), keeps
-    each row's odds between sizes up to those factors, and gives a size of target 0 no mass."""
+def test_raked_size_probs_hit_the_released_histogram() -> None:
+    """``size_raking`` (docs §6.10): raking the contexts' size distributions makes the rows'
+    expected size histogram the released ``ñ_s`` rescaled to the rows (to 1e-6 of the rows, far
+    below one row), multiplies each context's odds between sizes by one factor per size (the
+    log-ratio to the input is a row constant plus a column constant), gives a size of target 0
+    no mass, and leaves a context with mass only on such sizes as it was."""
     from relviz.errors import ParameterError
-    from relviz.relational.privpetal.method import PrivPetal, raked_size_logits
+    from relviz.relational.privpetal.method import PrivPetal, raked_size_probs
 
     rng = np.random.default_rng(3)
-    logits = rng.normal(size=(5_000, 5)) + np.array([2.0, 1.0, 0.0, -1.0, -2.0])
+    logits = rng.normal(size=(400, 5)) + np.array([2.0, 1.0, 0.0, -1.0, -2.0])
+    p = mrf.logits_to_probs(logits)
+    counts = rng.integers(1, 30, size=400).astype(float)
+    n = counts.sum()
     target = np.array([100.0, 300.0, 0.0, 400.0, 200.0])
-    out = raked_size_logits(logits, target)
-    p = mrf.logits_to_probs(out)
-    assert np.allclose(p.sum(axis=0), target * 5_000 / target.sum(), atol=1e-6 * 5_000)
-    assert p[:, 2].max() == 0.0
-    shift = out - logits
+    q = raked_size_probs(p, counts, target)
+    assert np.allclose(q.sum(axis=1), 1.0)
+    assert np.allclose((counts[:, None] * q).sum(axis=0), target * n / target.sum(), atol=1e-6 * n)
+    assert q[:, 2].max() == 0.0
     keep = [0, 1, 3, 4]
-    assert np.allclose(shift[:, keep], shift[0, keep])  # one factor per size, the same in every row
-    assert mrf.logits_to_probs(logits).sum(axis=0)[3] < 0.2 * 5_000  # (the raking moved mass)
+    r = np.log(q[:, keep]) - np.log(p[:, keep])
+    r = r - r.mean(axis=1, keepdims=True)
+    assert np.allclose(r, r[0])  # one factor per size, the same in every context
+    assert (counts[:, None] * p).sum(axis=0)[3] < 0.2 * n  # (the raking moved mass)
+    stuck = np.vstack([p[:3], [[0.0, 0.0, 1.0, 0.0, 0.0]]])
+    out = raked_size_probs(stuck, np.ones(4), target)
+    assert np.array_equal(out[3], stuck[3])
     with pytest.raises(ParameterError, match="size_raking"):
         PrivPetal(size_raking="yes")
 
@@ -1888,3 +1897,51 @@ def test_size_raking_draws_the_released_size_histogram() -> None:
         worst[raking] = float((np.abs(got - target) / (4 * np.sqrt(target) + 1)).max())
     assert worst[True] <= 1.0, worst
     assert worst[False] > 1.0, worst  # the case needs the raking (else this test shows nothing)
+
+
+def test_debiased_stored_h_score_ranks_misfit_above_noise() -> None:
+    """``debias_stored_h`` (docs §6.11): with the model fitting the true NPM, a stored array's
+    raw h-score is its noise's L1 norm, about ``√(2/π)·σ`` per cell, and the debiased score is
+    0 within 4 standard deviations of a sum of ``n`` folded normals (``σ·√((1 − 2/π)·n)``).
+    Between a large stored NPM that the model already fits and a small one it misfits, the raw
+    score prefers the large one for its noise and the debiased one the misfit. Masked slices
+    count in neither part."""
+    from relviz.errors import ParameterError
+    from relviz.relational.privpetal.method import PrivPetal
+
+    rng = np.random.default_rng(5)
+    sigma, n_sizes = 30.0, 4
+
+    def entry(truth: np.ndarray, masked: np.ndarray) -> npm.Entry:
+        var = np.full(n_sizes, sigma ** 2)
+        return npm.Entry(truth + rng.normal(0.0, sigma, truth.shape), var, masked, True, "measured")
+
+    none = np.zeros(n_sizes, bool)
+    big = np.full((n_sizes, 50, 40), 200.0)  # 2,000 cells a slice, fitted exactly by the model
+    e_big = entry(big, none)
+    cells = 3 * 2_000  # slices 1…3
+    raw = alg.stored_h_score(e_big, big[1:], 1, False)
+    deb = alg.stored_h_score(e_big, big[1:], 1, True)
+    sd = sigma * math.sqrt((1 - 2 / math.pi) * cells)
+    assert abs(raw - math.sqrt(2 / math.pi) * sigma * cells) < 4 * sd
+    assert abs(deb) < 4 * sd
+    masked = np.array([False, False, True, False])
+    e_m = npm.Entry(e_big.arr, e_big.var, masked, True, "measured")
+    assert alg.stored_h_score(e_m, big[1:], 1, True) == pytest.approx(
+        deb * 2 / 3, abs=4 * sd)  # the masked slice leaves both sums
+
+    small = np.full((n_sizes, 2, 2), 5_000.0)
+    small[:, 0, 0] += 2_000.0  # a misfit of 2,000 per slice in each of two cells
+    small[:, 1, 1] -= 2_000.0
+    e_small = entry(small, none)
+    mu_small = np.full((n_sizes - 1, 2, 2), 5_000.0)
+    raw_s = alg.stored_h_score(e_small, mu_small, 1, False)
+    deb_s = alg.stored_h_score(e_small, mu_small, 1, True)
+    assert raw > raw_s  # the paper's score: the fitted large NPM first, for its noise
+    assert deb_s > 4 * sd > deb  # debiased: the misfit first
+    # the six misfit cells lose their penalty √(2/π)·σ each without folding; the error around
+    # that is a sum of 6 normals and 6 centred folded normals (4 standard deviations)
+    bias = 6 * math.sqrt(2 / math.pi) * sigma
+    assert deb_s == pytest.approx(3 * 4_000 - bias, abs=4 * sigma * math.sqrt(6 + 6 * (1 - 2 / math.pi)))
+    with pytest.raises(ParameterError, match="debias_stored_h"):
+        PrivPetal(debias_stored_h=1)

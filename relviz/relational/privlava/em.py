@@ -38,6 +38,7 @@ import scipy.sparse as sp
 
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import splitmix64 as _splitmix64
+from relviz.privacy.postprocessing import fit_margins
 
 __all__ = ["Groups", "LatentSpec", "EMState", "e_step", "m_step", "Z1", "Z2"]
 
@@ -488,22 +489,6 @@ def m_step(stats, spec: LatentSpec, scales: NoiseScales, budget: Budget, iterati
         for piece in np.split(noisy, np.cumsum([len(x) for x in latent])[:-1]):
             out.append((piece * scale, sigma * scale))
     return p_z, p_size, out
-
-
-def fit_margins(joint: np.ndarray, rows: np.ndarray, cols: np.ndarray, iters: int = 200) -> np.ndarray:
-    """Iterative proportional fitting (Deming & Stephan 1940) of a non-negative 2-D table to row
-    sums ``rows`` and column sums ``cols`` (rows and columns with no mass stay empty).
-
-    Returns:
-        A new ``joint.shape`` float64 table.
-    """
-    joint = np.array(joint, dtype=np.float64)
-    for _ in range(iters):
-        row = joint.sum(axis=1)
-        joint *= np.divide(rows, row, out=np.zeros_like(rows, dtype=np.float64), where=row > 0)[:, None]
-        col = joint.sum(axis=0)
-        joint *= np.divide(cols, col, out=np.zeros_like(cols, dtype=np.float64), where=col > 0)[None, :]
-    return joint
 
 
 def pooled_group_sizes(p_size: np.ndarray, p_z: np.ndarray, spec: LatentSpec, size_log: list,

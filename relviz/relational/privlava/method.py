@@ -49,6 +49,7 @@ from relviz.encoding import EncodedTable
 from relviz.errors import ParameterError, Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import Curator, PrivateTable
+from relviz.privacy.postprocessing import fit_margins
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
 from relviz.relational.privlava import pgm
@@ -70,7 +71,6 @@ from relviz.relational.privlava.em import (
     LatentSpec,
     NoiseScales,
     e_step,
-    fit_margins,
     keyed_uniforms,
     m_step,
     pooled_group_sizes,

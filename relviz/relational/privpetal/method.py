@@ -56,6 +56,7 @@ from relviz.encoding import EncodedTable
 from relviz.errors import ParameterError, Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import Curator
+from relviz.privacy.postprocessing import fit_margins
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
 from relviz.relational.privpetal.accounting import (
@@ -624,9 +625,8 @@ class FittedPrivPetal:
                     cond = {v: pcodes[:, k] for k, v in enumerate(hvars)}
                     logits = f.hmodel.conditional_logits(SIZE, cond) if cond else \
                         np.log(np.maximum(f.n_noisy, 1e-300))[None, :].repeat(len(pcodes), 0)
-                    if getattr(f, "size_raking", False):
-                        logits = raked_size_logits(logits, f.n_noisy)
-                    size = _draw_logits(logits, cond, hvars, f.hmodel.dom, rng, rounded)
+                    size = _draw_logits(logits, cond, hvars, f.hmodel.dom, rng, rounded,
+                                        f.n_noisy if f.size_raking else None)
                     new = False
                 else:
                     n = max(1, int(round(float(f.n_noisy.sum()) * scale)))
@@ -745,44 +745,52 @@ def _draw_logits_fn(logits_fn: Callable, codes: Mapping, ctx: list, dom: Mapping
     return draw_from_table(gid, probs, rng, rounded=rounded)
 
 
-def raked_size_logits(logits: np.ndarray, n_sizes: np.ndarray, iters: int = 200,
-                      tol: float = 1e-9) -> np.ndarray:
-    """``logits`` ``(rows, N+1)`` of ``p(size | row)`` plus one log-factor per size, found by
-    iterative proportional fitting so that ``Σ_rows p(s | row)`` is ``n_sizes`` (``(N+1,)``,
-    non-negative, rescaled to the number of rows) to within ``tol`` times the number of rows,
-    or after ``iters`` rounds (post-processing
-    of released values; PrivPetal's ``size_raking``, docs §6.10). A size with no mass in the
-    target gets probability 0 in every row, unless a row has mass only there (then that row is
-    kept as it was, and the fit is as close as those rows allow)."""
-    logits = np.asarray(logits, dtype=np.float64)
-    n, k = logits.shape
+def raked_size_probs(p: np.ndarray, counts: np.ndarray, n_sizes: np.ndarray, iters: int = 200,
+                     tol: float = 1e-9) -> np.ndarray:
+    """``p(size | context)`` raked so that the expected size histogram of the rows is the
+    released ``ñ_s`` (PrivPetal's ``size_raking``, docs §6.10; post-processing of released values).
+
+    The joint ``counts(context)·p(s | context)`` is fitted to row sums ``counts`` and column sums
+    ``ñ_s`` rescaled to the number of rows by iterative proportional fitting
+    (:func:`relviz.privacy.postprocessing.fit_margins`, stopped once every context's mass is
+    within ``tol`` × rows of its count): each context's distribution is multiplied by one
+    factor per size and renormalised. A size whose target is 0 gets probability 0; a context
+    whose mass lies only on such sizes keeps ``p`` (the fit is then as close as it allows).
+
+    Args:
+        p: ``(contexts, N+1)`` size distributions, rows summing to 1.
+        counts: ``(contexts,)`` rows with each context.
+        n_sizes: ``(N+1,)`` non-negative released group-size histogram.
+
+    Returns:
+        ``(contexts, N+1)`` float64, rows summing to 1.
+    """
+    p = np.asarray(p, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
     target = np.clip(np.asarray(n_sizes, dtype=np.float64), 0.0, None)
-    if n == 0 or target.sum() <= 0:
-        return logits
-    target = target * (n / target.sum())
-    p = logits_to_probs(logits)
-    w = np.ones(k)
-    for _ in range(iters):
-        q = p * w
-        tot = q.sum(axis=1, keepdims=True)
-        col = (q / np.where(tot > 0, tot, 1.0)).sum(axis=0)
-        ratio = np.where(col > 0, target / np.where(col > 0, col, 1.0), 1.0)
-        w = w * ratio
-        if np.max(np.abs(col - target)) <= tol * n:
-            break
-    with np.errstate(divide="ignore"):
-        out = logits + np.log(w)[None, :]
-    dead = ~np.isfinite(out).any(axis=1)
-    out[dead] = logits[dead]
+    n = float(counts.sum())
+    if n <= 0 or target.sum() <= 0:
+        return p
+    joint = fit_margins(p * counts[:, None], counts, target * (n / target.sum()), iters, tol)
+    mass = joint.sum(axis=1, keepdims=True)
+    ok = mass[:, 0] > 0
+    out = p.copy()
+    out[ok] = joint[ok] / mass[ok]
     return out
 
 
 def _draw_logits(logits: np.ndarray, codes: Mapping, ctx: list, dom: Mapping, rng: np.random.Generator,
-                 rounded: bool) -> np.ndarray:
+                 rounded: bool, rake: np.ndarray | None = None) -> np.ndarray:
+    """One draw per row from ``softmax(logits)``, the rows grouped by their ``ctx`` values
+    (identical contexts share one distribution); ``rake``: the released size histogram to rake
+    the distributions to (:func:`raked_size_probs`)."""
     gid = _group_ids(codes, ctx, dom) if codes else np.zeros(len(logits), dtype=np.int64)
     first = np.zeros(gid.max() + 1 if len(gid) else 0, dtype=np.int64)
     first[gid[::-1]] = np.arange(len(gid))[::-1]
-    return draw_from_table(gid, logits_to_probs(logits[first]), rng, rounded=rounded)
+    probs = logits_to_probs(logits[first])
+    if rake is not None:
+        probs = raked_size_probs(probs, np.bincount(gid, minlength=len(first)), rake)
+    return draw_from_table(gid, probs, rng, rounded=rounded)
 
 
 def _decompose(cols: Mapping, size: np.ndarray, perm: np.ndarray, f: FKFit
