@@ -168,8 +168,11 @@ DATASETS = ("nycflights13", *NYC_VARIANTS, "movielens", "schools", "baseball", "
             "census")
 DEFAULT_DATASETS = ("galton", "schools", "movielens", "census", "nycflights13-tuple")
 PAPER_DATASETS = ("tpch", "census")
+TPCH_PUBLIC_FKS = ("orders.o_custkey->customer", "lineitem.l_partkey+l_suppkey->partsupp")
+"""TPC-H's two FKs to public parents (``customer`` and ``partsupp`` are public in the papers' TPC-H
+setting: Cai, Xiao & Cormode, "PrivLava", SIGMOD 2023, §7.1)."""
 PAPER_MODELLED_FKS = {  # dataset → method → FKs the paper models although their parent is public
-    "tpch": {"privpetal": ("orders.o_custkey->customer", "lineitem.l_partkey+l_suppkey->partsupp")},
+    "tpch": {"privpetal": TPCH_PUBLIC_FKS},
 }
 """FKs to public parents that a paper's own setup models (so they get DP caps here) where the
 method's default plan would link them: PrivPetal's TPC-H runs ([P] §6.1's 50/25/25 split models
@@ -192,7 +195,7 @@ relviz's default (``split_above`` 20) splits both as ``(v div 10, v mod 10)`` of
 intervals (λ 0.25 / 5 / 0.2; sizes ≥ 1 merged on the FKs to public parents). The default setup
 (``relviz``) runs every method with its own defaults."""
 AUTHORS_MODELLED_FKS = {
-    "tpch": {"privlava": ("orders.o_custkey->customer", "lineitem.l_partkey+l_suppkey->partsupp")},
+    "tpch": {"privlava": TPCH_PUBLIC_FKS},
 }
 """``--setup authors``: FKs to public parents the authors' runs model where the method's default
 plan links them (PrivLava's TPC-H run models both; docs/methods/privlava.md §6)."""
