@@ -97,6 +97,12 @@ class Params:
     inter_z: float | None = 2.0
     size_raking: bool = False
     debias_stored_h: bool = False
+    public_margins: bool = False
+
+
+#: Weight of an exact public marginal in a model loss (``public_margins``): its residual counts
+#: as that of a measurement with a √10 times smaller noise than the noisy NPMs' weight 1.
+PUBLIC_WEIGHT = 10.0
 
 
 def fit_device(device: str):  # noqa: ANN201
@@ -322,8 +328,10 @@ class _Run:
 
     def __init__(self, fk: str, priv: PrivateFK, budget: Budget, plan: FKPlan, params: Params,
                  hnames: Sequence[str], inames: Sequence[str], rep: Callable[[float, str], None],
-                 seed: int, public_groups: int | None = None) -> None:
+                 seed: int, public_groups: int | None = None,
+                 public_hcodes: np.ndarray | None = None) -> None:
         self.fk, self.priv, self.budget, self.plan, self.p = fk, priv, budget, plan, params
+        self.public_hcodes = public_hcodes if params.public_margins else None
         self.device = fit_device(params.device)
         # "auto" sends only the large fits to CUDA; an explicit device takes them all
         self.min_cells = TORCH_MIN_CELLS if params.device == "auto" else 0
@@ -431,6 +439,15 @@ class _Run:
         model = Model(V, dom, search, self.total(lo), device=self.device,
                       device_min_cells=self.min_cells)
         model.add(Measurement((SIZE,), self.n_noisy[lo:].copy()))
+        fixed = 1
+        if self.public_hcodes is not None and lo == 0 and all(v[0] != "I" for v in V):
+            # relviz (docs §6.11): a public parent's attribute distribution is public and exact
+            for c in cliques:
+                rest = model.sorted_vars([v for v in c if v != SIZE])
+                if rest:
+                    model.add(Measurement(rest, public_counts(self.public_hcodes, rest, dom),
+                                          weight=PUBLIC_WEIGHT))
+                    fixed += 1
         n_all = float(self.n_noisy.sum())
         limit = usefulness_limit(n_all, sub.sigma_mar, self.lam, self.p.max_cells)
         limit_one = usefulness_limit(n_all, sub.sigma_mar, self.lam_one, self.p.max_cells)
@@ -478,13 +495,14 @@ class _Run:
                 if used < sub.q and self.npm_query(key, sub.rho_query, f"Alg. 5 {tag}, h-score pick"):
                     used += 1
                 measured.append(s)
-            self._add_all(model, measured, lo, reset=True)
+            self._add_all(model, measured, lo, reset=True, keep=fixed)
             model.fit(self.p.refit_iters)
         return model
 
-    def _add_all(self, model: Model, sets: Sequence[frozenset], lo: int, reset: bool = False) -> None:
-        if reset:
-            model.measurements = model.measurements[:1]
+    def _add_all(self, model: Model, sets: Sequence[frozenset], lo: int, reset: bool = False,
+                 keep: int = 1) -> None:
+        if reset:  # the first ``keep`` measurements (ñ_s, exact public marginals) stay
+            model.measurements = model.measurements[:keep]
         for s in sets:
             key, axes = canonical(list(s))
             m = self.measurement(axes, key, lo, model)
@@ -804,6 +822,15 @@ class _Run:
                      p.sampling, n_null, self.imodel, bool(p.size_raking))
 
 
+def public_counts(codes: np.ndarray, vars_: Sequence[Var], dom: dict) -> np.ndarray:
+    """Exact counts of a public table's rows over the household variables ``vars_`` (``("H",
+    j)``: column ``j`` of ``codes``, ``(rows, h−1)`` int), shape ``[dom[v] for v in vars_]``.
+    Public data only (``public_margins``, docs §6.11)."""
+    dims = [int(dom[v]) for v in vars_]
+    flat = np.ravel_multi_index(tuple(np.asarray(codes[:, v[1]]) for v in vars_), dims)
+    return np.bincount(flat, minlength=int(np.prod(dims))).reshape(dims).astype(np.float64)
+
+
 def stored_h_score(e: Entry, mu: np.ndarray, lo: int, debias: bool) -> float:
     """The h-score of a stored NPM against the model's marginal ``mu`` (shape ``e.arr[lo:]``):
     ``Σ_{s ≥ lo} ‖M̃_s − μ_s‖₁`` over the slices that are not masked ([P] §4.3, free: ``M̃`` is
@@ -927,8 +954,11 @@ def consistent_sizes(noisy: np.ndarray, groups: float | None = None) -> np.ndarr
 
 def fit_fk(fk: str, priv: PrivateFK, budget: Budget, plan: FKPlan, params: Params,
            hnames: Sequence[str], inames: Sequence[str], rep: Callable[[float, str], None],
-           seed: int, public_groups: int | None = None) -> FKFit:
+           seed: int, public_groups: int | None = None,
+           public_hcodes: np.ndarray | None = None) -> FKFit:
     """Algorithm 1 of [P] on one FK (see the module docstring); every release charged to
     ``budget`` as planned by ``plan``. ``public_groups``: the number of referenced tuples of a
-    public referenced table, else ``None`` (see :func:`consistent_sizes`)."""
-    return _Run(fk, priv, budget, plan, params, hnames, inames, rep, seed, public_groups).run()
+    public referenced table, else ``None`` (see :func:`consistent_sizes`); ``public_hcodes``:
+    that table's household codes ``(rows, h−1)`` (public), used with ``public_margins``."""
+    return _Run(fk, priv, budget, plan, params, hnames, inames, rep, seed, public_groups,
+                public_hcodes).run()

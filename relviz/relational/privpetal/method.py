@@ -265,6 +265,12 @@ class PrivPetal(Params):
             is subtracted, so large noisy NPMs are not preferred for their noise
             (``algorithms.stored_h_score``; post-processing, relviz's addition, docs §6.11).
             Default False: the paper's raw h-score.
+        public_margins: For an FK to a public parent, fit the model of ``A_H ∪ {size}``
+            (Algorithm 5 (1), whose ``p(size | A_H)`` Algorithm 4 draws the parent rows' sizes
+            from) with the parent's exact attribute marginals on every clique as well
+            (weight ``algorithms.PUBLIC_WEIGHT``), so the noisy NPMs inform ``p(size | A_H)``
+            and not the public ``p(A_H)`` (public data; relviz's addition, docs §6.11).
+            Default False.
 
     Every parameter but ``split_above``, ``splits`` and ``public_context`` may differ per FK: an edge's own
     parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run (:meth:`for_component`).
@@ -304,7 +310,7 @@ class PrivPetal(Params):
             raise ParameterError("lam", "lam and max_cells must be positive")
         if not (self.device in ("auto", "numpy", "cpu") or str(self.device).startswith("cuda")):
             raise ParameterError("device", "device must be 'auto', 'numpy', 'cpu' or 'cuda[:n]'")
-        for name in ("size_raking", "debias_stored_h"):
+        for name in ("size_raking", "debias_stored_h", "public_margins"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, f"{name} must be True or False")
         if self.inter_z is not None and not (math.isfinite(self.inter_z) and self.inter_z >= 0):
@@ -537,7 +543,8 @@ class PrivPetal(Params):
                 # (algorithms.consistent_sizes)
                 public_groups = len(hcodes) if schema.table(fk.parent).public else None
                 fits[fk.name] = fit_fk(fk.name, priv, budgets[fk.name], plan, params, henc.names,
-                                       ienc.names, rep, seed, public_groups)
+                                       ienc.names, rep, seed, public_groups,
+                                       hcodes if schema.table(fk.parent).public else None)
                 del priv
         singles: dict[str, Any] = {}
         for c in components:
