@@ -98,6 +98,7 @@ class Params:
     size_raking: bool = False
     debias_stored_h: bool = False
     public_margins: bool = False
+    slice_lam: float | None = None
 
 
 #: Weight of an exact public marginal in a model loss (``public_margins``): its residual counts
@@ -232,9 +233,12 @@ def context_for(target: Var, synthesised: Sequence[Var], R: Callable[[Var, Var],
 # -- NPM queries ----------------------------------------------------------------------------------
 
 def npm_query_post(noisy: np.ndarray, sigma: float, dims: tuple[int, ...], lo: int, merge: Sequence[int],
-                   n_noisy: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # noqa: N803
+                   n_noisy: np.ndarray, N: int, min_mass: float = 0.0  # noqa: N803
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Post-processing of an NPM release ([P] Alg. 3, docs §3.6): the merged block and every other
-    slice ``s`` become ``ñ_s · block / Σ block``; a block with a non-positive noisy total is masked.
+    slice ``s`` become ``ñ_s · block / Σ block``; a block with a non-positive noisy total is masked,
+    and so is one whose noisy groups per cell, ``Σ_{s ∈ block} ñ_s / cells``, are below
+    ``min_mass`` (``slice_lam``: λ-usefulness per independently noised block, docs §6.11).
 
     Returns:
         ``(arr (N+1, *dims), var (N+1,), masked (N+1,))``; slices ``< lo`` are unavailable
@@ -256,8 +260,9 @@ def npm_query_post(noisy: np.ndarray, sigma: float, dims: tuple[int, ...], lo: i
         pos += cells
     for sizes, block in blocks:
         tot = float(block.sum())
+        thin = float(np.clip(n_noisy[sizes], 0, None).sum()) / cells < min_mass
         for s in sizes:
-            if tot > 0:
+            if tot > 0 and not thin:
                 c = n_noisy[s] / tot
                 arr[s] = (block * c).reshape(dims)
                 var[s] = sigma ** 2 * c ** 2
@@ -402,7 +407,9 @@ class _Run:
                                              label=f"{label}: NPM {self.name(key)}",
                                              source=SOURCE + " Alg. 3")
         dims = tuple(self.vdom(v) for v in canonical(_vars(key))[1][1:])
-        arr, var, masked = npm_query_post(noisy, sigma, dims, lo, merge, self.n_noisy, self.N)
+        min_mass = self.p.slice_lam * sigma * MEAN_ABS if self.p.slice_lam is not None else 0.0
+        arr, var, masked = npm_query_post(noisy, sigma, dims, lo, merge, self.n_noisy, self.N,
+                                          min_mass)
         self.store.put(key, arr, var, masked, direct=True, provenance="measured",
                        base=np.where(np.isfinite(var), sigma ** 2, np.inf))
         self.queries += 1

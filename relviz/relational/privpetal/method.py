@@ -271,6 +271,10 @@ class PrivPetal(Params):
             (weight ``algorithms.PUBLIC_WEIGHT``), so the noisy NPMs inform ``p(size | A_H)``
             and not the public ``p(A_H)`` (public data; relviz's addition, docs §6.11).
             Default False.
+        slice_lam: λ-usefulness per independently noised block of an NPM release (relviz's
+            addition, docs §6.11): a slice, or the merged block of ``merge_from``, whose noisy
+            groups per cell are below ``slice_lam·σ·√(2/π)`` is masked (left out of the model
+            losses). None (default): only blocks with a non-positive noisy total are masked.
 
     Every parameter but ``split_above``, ``splits`` and ``public_context`` may differ per FK: an edge's own
     parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run (:meth:`for_component`).
@@ -313,6 +317,8 @@ class PrivPetal(Params):
         for name in ("size_raking", "debias_stored_h", "public_margins"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, f"{name} must be True or False")
+        if self.slice_lam is not None and not (math.isfinite(self.slice_lam) and self.slice_lam > 0):
+            raise ParameterError("slice_lam", "slice_lam must be None or a finite number > 0")
         if self.inter_z is not None and not (math.isfinite(self.inter_z) and self.inter_z >= 0):
             raise ParameterError("inter_z", "inter_z must be None or a finite number ≥ 0")
         if self.split_above is not None and (int(self.split_above) != self.split_above
