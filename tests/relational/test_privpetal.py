@@ -1945,3 +1945,60 @@ def test_debiased_stored_h_score_ranks_misfit_above_noise() -> None:
     assert deb_s == pytest.approx(3 * 4_000 - bias, abs=4 * sigma * math.sqrt(6 + 6 * (1 - 2 / math.pi)))
     with pytest.raises(ParameterError, match="debias_stored_h"):
         PrivPetal(debias_stored_h=1)
+
+
+def test_slice_lam_masks_blocks_too_thin_for_their_noise() -> None:
+    """``slice_lam`` (docs §6.11): with sizes 1…3 merged, the merged block (90 noisy groups over
+    2 cells) passes ``min_mass`` = 30 groups per cell and is rescaled as before, the size-0 slice
+    (10 groups over 2 cells) is masked; ``min_mass`` 0 masks nothing with positive totals."""
+    noisy = np.array([50.0, 41.0, 4.0, 7.0])  # the merged block first, then slice 0
+    n_noisy = np.array([10.0, 20.0, 30.0, 40.0])
+    arr, var, masked = alg.npm_query_post(noisy, 2.0, (2,), 0, [1, 2, 3], n_noisy, 3, 30.0)
+    assert masked.tolist() == [True, False, False, False]
+    assert np.allclose(arr[1:].sum(axis=1), n_noisy[1:])
+    arr0, _, masked0 = alg.npm_query_post(noisy, 2.0, (2,), 0, [1, 2, 3], n_noisy, 3)
+    assert not masked0.any() and np.allclose(arr0[1:], arr[1:])
+    assert np.allclose(arr0[0], [4.0 * 10 / 11, 7.0 * 10 / 11])
+    from relviz.errors import ParameterError
+    from relviz.relational.privpetal.method import PrivPetal
+    with pytest.raises(ParameterError, match="slice_lam"):
+        PrivPetal(slice_lam=0.0)
+
+
+def test_public_margins_fit_the_public_parents_attribute_distribution() -> None:
+    """``public_margins`` (docs §6.11): on an FK to a public parent (3,000 parents, a 5 % value;
+    ε 0.2, λ 0.2), the model of ``A_H ∪ {size}`` fitted with the parent's exact marginals
+    reproduces the public distribution of its attribute (total variation < 0.02; measured
+    0.004–0.009 over seeds 0–2), where the noisy NPMs alone leave it 0.14–0.23 away."""
+    from relviz.errors import ParameterError
+    from relviz.relational.privpetal.method import PrivPetal
+
+    rng = np.random.default_rng(0)
+    n_p = 3_000
+    cat = lambda n, k: Attribute.categorical(n, list(range(k)))  # noqa: E731
+    kind = np.where(rng.random(n_p) < 0.05, 0, rng.integers(1, 8, n_p))
+    parts = pd.DataFrame({"pid": np.arange(n_p), "kind": kind})
+    pid = np.repeat(np.arange(n_p), np.minimum(rng.poisson(1.0 + 2.0 * (kind == 0)), 6))
+    items = pd.DataFrame({"iid": np.arange(len(pid)), "pid": pid,
+                          "qty": (kind[pid] + rng.integers(0, 2, len(pid))) % 4})
+    schema = Schema((Table("parts", ("pid",), (cat("kind", 8),), public=True),
+                     Table("items", ("iid",), (cat("qty", 4),))),
+                    (ForeignKey("items", ("pid",), "parts"),),
+                    PrivacyUnit("items", {"items.pid->parts": 6}), name="margins")
+    db = Database(schema, {"parts": parts, "items": items})
+    plan = Plan.default(schema, 0.2, 1e-6, method="privpetal")
+    fk = plan.edges[0].name
+    public = np.bincount(kind, minlength=8) / n_p
+    tv = {}
+    for pm in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            synth = RelationalSynthesizer(plan.with_params(fk, **SMALL, lam=0.2, public_margins=pm),
+                                          random_state=0).fit(db)
+        hm = synth.database_.fits[fk].hmodel
+        (hv,) = [v for v in hm.vars if v != npm.SIZE]
+        p = np.asarray(hm.marginal([hv]))
+        tv[pm] = 0.5 * float(np.abs(p / p.sum() - public).sum())
+    assert tv[True] < 0.02 < tv[False], tv
+    with pytest.raises(ParameterError, match="public_margins"):
+        PrivPetal(public_margins="yes")
