@@ -1859,13 +1859,10 @@ def test_raked_size_probs_hit_the_released_histogram() -> None:
         PrivPetal(size_raking="yes")
 
 
-def test_size_raking_draws_the_released_size_histogram() -> None:
-    """``size_raking=True`` on an FK to a public parent: the synthetic number of children per
-    parent follows the released ``ñ_s`` (rescaled to the parents), where Algorithm 4's fitted
-    conditionals alone miss it (a rare parent value, 5 %, with more children; ε 0.2, λ 0.2: noisy
-    slices for that value). Tolerance: the sizes are independent draws per parent, so each size's
-    count is a sum of Bernoullis with variance at most its mean ``m_s``; 4·√m_s + 1 bounds it (the
-    rounded sampling only lowers the spread)."""
+def _rare_public_value() -> tuple[Database, Plan, np.ndarray]:
+    """3,000 public parts, 5 % of them of kind 0 with three times the items (Poisson means 3 and
+    1, capped at 6); the items' quantity depends on the kind. Returns the database, the
+    PrivPetal plan at ε 0.2 and the parts' kinds."""
     rng = np.random.default_rng(0)
     n_p = 3_000
     cat = lambda n, k: Attribute.categorical(n, list(range(k)))  # noqa: E731
@@ -1877,9 +1874,20 @@ def test_size_raking_draws_the_released_size_histogram() -> None:
     schema = Schema((Table("parts", ("pid",), (cat("kind", 8),), public=True),
                      Table("items", ("iid",), (cat("qty", 4),))),
                     (ForeignKey("items", ("pid",), "parts"),),
-                    PrivacyUnit("items", {"items.pid->parts": 6}), name="raking")
+                    PrivacyUnit("items", {"items.pid->parts": 6}), name="rare")
     db = Database(schema, {"parts": parts, "items": items})
-    plan = Plan.default(schema, 0.2, 1e-6, method="privpetal")
+    return db, Plan.default(schema, 0.2, 1e-6, method="privpetal"), kind
+
+
+def test_size_raking_draws_the_released_size_histogram() -> None:
+    """``size_raking=True`` on an FK to a public parent: the synthetic number of children per
+    parent follows the released ``ñ_s`` (rescaled to the parents), where Algorithm 4's fitted
+    conditionals alone miss it (a rare parent value, 5 %, with more children; ε 0.2, λ 0.2: noisy
+    slices for that value). Tolerance: the sizes are independent draws per parent, so each size's
+    count is a sum of Bernoullis with variance at most its mean ``m_s``; 4·√m_s + 1 bounds it (the
+    rounded sampling only lowers the spread)."""
+    db, plan, kind = _rare_public_value()
+    n_p = len(kind)
     fk = plan.edges[0].name
     assert plan.edges[0].method == "privpetal"
     worst = {}
@@ -1973,20 +1981,8 @@ def test_public_margins_fit_the_public_parents_attribute_distribution() -> None:
     from relviz.errors import ParameterError
     from relviz.relational.privpetal.method import PrivPetal
 
-    rng = np.random.default_rng(0)
-    n_p = 3_000
-    cat = lambda n, k: Attribute.categorical(n, list(range(k)))  # noqa: E731
-    kind = np.where(rng.random(n_p) < 0.05, 0, rng.integers(1, 8, n_p))
-    parts = pd.DataFrame({"pid": np.arange(n_p), "kind": kind})
-    pid = np.repeat(np.arange(n_p), np.minimum(rng.poisson(1.0 + 2.0 * (kind == 0)), 6))
-    items = pd.DataFrame({"iid": np.arange(len(pid)), "pid": pid,
-                          "qty": (kind[pid] + rng.integers(0, 2, len(pid))) % 4})
-    schema = Schema((Table("parts", ("pid",), (cat("kind", 8),), public=True),
-                     Table("items", ("iid",), (cat("qty", 4),))),
-                    (ForeignKey("items", ("pid",), "parts"),),
-                    PrivacyUnit("items", {"items.pid->parts": 6}), name="margins")
-    db = Database(schema, {"parts": parts, "items": items})
-    plan = Plan.default(schema, 0.2, 1e-6, method="privpetal")
+    db, plan, kind = _rare_public_value()
+    n_p = len(kind)
     fk = plan.edges[0].name
     public = np.bincount(kind, minlength=8) / n_p
     tv = {}
