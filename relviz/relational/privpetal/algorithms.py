@@ -40,6 +40,7 @@ from itertools import combinations, permutations
 
 import numpy as np
 
+from relviz.marginals import mixed_radix_codes
 from relviz.privacy.budget import Budget
 from relviz.relational.privpetal.accounting import MEAN_ABS, FKPlan, SubPlan, schedule, usefulness_limit
 from relviz.relational.privpetal.mrf import (
@@ -834,7 +835,7 @@ def public_counts(codes: np.ndarray, vars_: Sequence[Var], dom: dict) -> np.ndar
     j)``: column ``j`` of ``codes``, ``(rows, h−1)`` int), shape ``[dom[v] for v in vars_]``.
     Public data only (``public_margins``, docs §6.11)."""
     dims = [int(dom[v]) for v in vars_]
-    flat = np.ravel_multi_index(tuple(np.asarray(codes[:, v[1]]) for v in vars_), dims)
+    flat = mixed_radix_codes(codes, [v[1] for v in vars_], dims)
     return np.bincount(flat, minlength=int(np.prod(dims))).reshape(dims).astype(np.float64)
 
 
