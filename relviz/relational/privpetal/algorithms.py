@@ -435,8 +435,13 @@ class _Run:
         return model.marginal(list(axes))
 
     # PrivMRF-sub ----------------------------------------------------------------------------
-    def privmrf_sub(self, V: list[Var], sub: SubPlan, lo: int, tag: str, targets: list[Var]) -> Model:  # noqa: N803
-        """PRIVMRF_SUB (docs §3.3) over ``V`` (``size`` included) with sizes ``lo…N``."""
+    def privmrf_sub(self, V: list[Var], sub: SubPlan, lo: int, tag: str, targets: list[Var],  # noqa: N803
+                    household: bool = False) -> Model:
+        """PRIVMRF_SUB (docs §3.3) over ``V`` (``size`` included) with sizes ``lo…N``.
+
+        ``household``: ``V`` is Algorithm 5 (1)'s ``A_H ∪ {size}``; when the parent is public and
+        ``public_margins`` is on (``public_hcodes`` set), its exact clique marginals of ``A_H``
+        are fitted too (docs §6.11)."""
         dom = {v: self.vdom(v, lo) for v in V}
         others = [v for v in V if v != SIZE]
         n_size = self.N + 1 - lo
@@ -448,7 +453,7 @@ class _Run:
                       device_min_cells=self.min_cells)
         model.add(Measurement((SIZE,), self.n_noisy[lo:].copy()))
         fixed = 1
-        if self.public_hcodes is not None and lo == 0 and all(v[0] != "I" for v in V):
+        if household and self.public_hcodes is not None:
             # relviz (docs §6.11): a public parent's attribute distribution is public and exact
             for c in cliques:
                 rest = model.sorted_vars([v for v in c if v != SIZE])
@@ -567,7 +572,7 @@ class _Run:
         self.rep(0.06, "Alg. 5 (1): PrivMRF-sub on the household attributes and size")
         if h1 and self.plan.rho_hsub > 0:
             hmodel = self.privmrf_sub([SIZE] + hvars, self.plan.hsub, 0, "(1) PrivMRF-sub on A_H",
-                                      hvars)
+                                      hvars, household=True)
         else:  # A_H = {size}: the size distribution is ñ_s already (docs §8 D16)
             dom = {SIZE: self.N + 1, **{v: self.vdom(v) for v in hvars}}
             hmodel = Model([SIZE] + hvars, dom, JTree([(SIZE,)], [], dom), self.total(0),
