@@ -1998,3 +1998,40 @@ def test_public_margins_fit_the_public_parents_attribute_distribution() -> None:
     assert tv[True] < 0.02 < tv[False], tv
     with pytest.raises(ParameterError, match="public_margins"):
         PrivPetal(public_margins="yes")
+
+
+def test_public_usefulness_counts_the_rarest_public_slice() -> None:
+    """``public_usefulness`` (docs §6.12): with a public parent's codes, an NPM's cells are
+    counted on its rarest public cell, ``cells_full / (|X_H|·p_min)``; structural zeros of the
+    public table do not count; without the option, or without public codes, the spec's count."""
+    from relviz.errors import ParameterError
+    from relviz.relational.privpetal.method import PrivPetal
+
+    run, _ = _run(public_usefulness=True)
+    hd, N = run.hdom, run.N
+    # 60 public rows: h0's value 0 on 1 row, the rest on its other values; h1 uniform (60 is a
+    # multiple of every domain size here, 2 or 3)
+    assert 60 % hd[1] == 0
+    h0 = 1 + np.arange(60) % (hd[0] - 1)
+    h0[0] = 0
+    h1 = np.arange(60) % hd[1]
+    run.public_hcodes = np.stack([h0, h1], axis=1)
+    s0 = frozenset({npm.SIZE, ("H", 0), ("I", 1, 0)})
+    full = run.cells_full(s0)
+    assert full == (N + 1) * hd[0] * run.idom[0]
+    # p_min = 1/60: cells = (N+1)·|X_I| · 60
+    assert run.cells_useful(s0) == pytest.approx((N + 1) * run.idom[0] * 60)
+    s1 = frozenset({npm.SIZE, ("H", 1), ("I", 1, 1)})  # uniform: the spec's count
+    assert run.cells_useful(s1) == pytest.approx(run.cells_full(s1))
+    s01 = frozenset({npm.SIZE, ("H", 0), ("H", 1)})
+    codes = h0 * hd[1] + h1
+    c = np.bincount(codes, minlength=hd[0] * hd[1])
+    assert run.cells_useful(s01) == pytest.approx((N + 1) * c.sum() / c[c > 0].min())
+    s_i = frozenset({npm.SIZE, ("I", 1, 0), ("I", 2, 0)})  # no household variable
+    assert run.cells_useful(s_i) == run.cells_full(s_i)
+    off, _ = _run()
+    off.public_hcodes = run.public_hcodes
+    assert off.cells_useful(s0) == full
+    with pytest.raises(ParameterError, match="public_usefulness"):
+        PrivPetal(public_usefulness=1)
+

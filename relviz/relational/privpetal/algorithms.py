@@ -100,6 +100,7 @@ class Params:
     debias_stored_h: bool = False
     public_margins: bool = False
     slice_lam: float | None = None
+    public_usefulness: bool = False
 
 
 #: Weight of an exact public marginal in a model loss (``public_margins``): its residual counts
@@ -337,7 +338,8 @@ class _Run:
                  seed: int, public_groups: int | None = None,
                  public_hcodes: np.ndarray | None = None) -> None:
         self.fk, self.priv, self.budget, self.plan, self.p = fk, priv, budget, plan, params
-        self.public_hcodes = public_hcodes if params.public_margins else None
+        self.public_hcodes = public_hcodes  # a public parent's codes, else None
+        self._rarest: dict[tuple, float] = {}
         self.device = fit_device(params.device)
         # "auto" sends only the large fits to CUDA; an explicit device takes them all
         self.min_cells = TORCH_MIN_CELLS if params.device == "auto" else 0
@@ -374,6 +376,27 @@ class _Run:
             if v != SIZE:
                 out *= self.vdom(v)
         return out
+
+    def cells_useful(self, s: frozenset | Sequence[Var]) -> float:
+        """The cells that the usefulness test (docs §2.8) compares with ``L(σ)``.
+
+        :meth:`cells_full` by default (spec §2.8). With ``public_usefulness`` and a public
+        referenced table (relviz's addition, docs/methods/privpetal.md §6.12): the cells
+        ``cells_full(s) / (|X_H| · p_min)``, ``X_H`` the domain of ``s``'s household variables
+        and ``p_min`` the smallest nonzero share of the public table's rows in one cell of
+        ``X_H`` (public data). The average count per cell of the NPM's *rarest* public slice is
+        ``ñ / cells_useful``, so the test asks every public value combination to be λ-useful,
+        not only the average cell; for a uniform ``X_H`` the two counts agree. Public cells with
+        no row are structural zeros (their NPM cells are exactly 0) and do not count."""
+        full = self.cells_full(s)
+        hv = sorted(v for v in s if v != SIZE and v[0] == "H")
+        if not (self.p.public_usefulness and hv and self.public_hcodes is not None):
+            return float(full)
+        key = tuple(hv)
+        if key not in self._rarest:
+            c = public_counts(self.public_hcodes, hv, {v: self.vdom(v) for v in hv})
+            self._rarest[key] = float(c[c > 0].min()) / float(c.sum())
+        return full / (math.prod(self.vdom(v) for v in hv) * self._rarest[key])
 
     def name(self, key: Key) -> str:
         return key_name(key, self.hnames, self.inames)
@@ -453,7 +476,7 @@ class _Run:
                       device_min_cells=self.min_cells)
         model.add(Measurement((SIZE,), self.n_noisy[lo:].copy()))
         fixed = 1
-        if household and self.public_hcodes is not None:
+        if household and self.p.public_margins and self.public_hcodes is not None:
             # relviz (docs §6.11): a public parent's attribute distribution is public and exact
             for c in cliques:
                 rest = model.sorted_vars([v for v in c if v != SIZE])
@@ -471,7 +494,7 @@ class _Run:
             for r in range(1, min(len(rest), self.p.k_max - 1) + 1):
                 for t in combinations(rest, r):
                     s = frozenset((SIZE,) + t)
-                    if s not in seen and self.cells_full(s) < (limit_one if r == 1 else limit):
+                    if s not in seen and self.cells_useful(s) < (limit_one if r == 1 else limit):
                         seen.add(s)
                         cand.append(s)
         measured: list[frozenset] = []
@@ -597,7 +620,7 @@ class _Run:
                     if not any(v[0] == "H" for v in t) or not any(v[0] == "I" for v in t):
                         continue
                     s = frozenset((SIZE,) + t)
-                    if self.cells_full(s) < limit and canonical(list(s))[0] not in self.store:
+                    if self.cells_useful(s) < limit and canonical(list(s))[0] not in self.store:
                         cand.append(s)
             self.starved["inter-relational"] = (limit, (self.N + 1) * min(self.hdom) * min(self.idom))
             picks = cfs_select(cand, pool, self.R, self.cells_full)
@@ -624,7 +647,7 @@ class _Run:
                         if len({v[1] for v in t}) != d:
                             continue
                         s = frozenset((SIZE,) + t)
-                        if self.cells_full(s) >= limit:
+                        if self.cells_useful(s) >= limit:
                             continue
                         key = canonical(list(s))[0]
                         if key in self.store or (key, s) in seen:
@@ -722,7 +745,7 @@ class _Run:
                 key = canonical(list(s))[0]
                 if key_D(key) > self.plan.o or key in existing_keys or self.store.measured(key):
                     continue
-                if self.cells_full(s) < limit:
+                if self.cells_useful(s) < limit:
                     new.append(s)
             for rnd, r_t in enumerate(schedule(self.plan.t2, 10)):
                 pool = [s for s in new if s not in measured and

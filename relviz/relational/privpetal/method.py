@@ -275,6 +275,11 @@ class PrivPetal(Params):
             addition, docs §6.11): a slice, or the merged block of ``merge_from``, whose noisy
             groups per cell are below ``slice_lam·σ·√(2/π)`` is masked (left out of the model
             losses). None (default): only blocks with a non-positive noisy total are masked.
+        public_usefulness: For an FK to a public parent, judge λ-usefulness (docs §2.8) on the
+            NPM's rarest public slice: its cells are counted as ``cells / (|X_H|·p_min)``, with
+            ``p_min`` the smallest nonzero share of the parent's rows in one cell of the
+            candidate's household variables (public data; ``_Run.cells_useful``; relviz's
+            addition, docs §6.12). Default False: the spec's cell count.
 
     Every parameter but ``split_above``, ``splits`` and ``public_context`` may differ per FK: an edge's own
     parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run (:meth:`for_component`).
@@ -314,7 +319,7 @@ class PrivPetal(Params):
             raise ParameterError("lam", "lam and max_cells must be positive")
         if not (self.device in ("auto", "numpy", "cpu") or str(self.device).startswith("cuda")):
             raise ParameterError("device", "device must be 'auto', 'numpy', 'cpu' or 'cuda[:n]'")
-        for name in ("size_raking", "debias_stored_h", "public_margins"):
+        for name in ("size_raking", "debias_stored_h", "public_margins", "public_usefulness"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, f"{name} must be True or False")
         if self.slice_lam is not None and not (math.isfinite(self.slice_lam) and self.slice_lam > 0):
