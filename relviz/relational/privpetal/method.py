@@ -66,7 +66,7 @@ from relviz.relational.privpetal.accounting import (
     unit_problems,
 )
 from relviz.relational.privpetal.algorithms import FKFit, Params, fit_fk
-from relviz.relational.privpetal.mrf import draw_from_table, logits_to_probs
+from relviz.relational.privpetal.mrf import Model, draw_from_table, logits_to_probs
 from relviz.relational.privpetal.npm import SIZE, PrivateFK
 from relviz.relational.registry import (
     LINKERS,
@@ -280,6 +280,13 @@ class PrivPetal(Params):
             ``p_min`` the smallest nonzero share of the parent's rows in one cell of the
             candidate's household variables (public data; ``_Run.cells_useful``; relviz's
             addition, docs §6.12). Default False: the spec's cell count.
+        size_calibration: When the referenced rows already exist, rake their size distributions
+            so that, over those rows, the expected ``(size, A_C)`` histogram of every clique
+            ``C`` of the household model's fit tree is the model's own ``p(size | A_C)`` times
+            the rows with each ``A_C`` (:func:`calibrated_size_probs`; post-processing of the
+            fitted model, relviz's addition, docs §6.12). Drawing from ``p(size | R_H)``, a
+            product over every clique holding ``size``, compounds their noisy tilts on the
+            rows' full attribute vectors; this undoes that. Default False.
 
     Every parameter but ``split_above``, ``splits`` and ``public_context`` may differ per FK: an edge's own
     parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run (:meth:`for_component`).
@@ -319,7 +326,8 @@ class PrivPetal(Params):
             raise ParameterError("lam", "lam and max_cells must be positive")
         if not (self.device in ("auto", "numpy", "cpu") or str(self.device).startswith("cuda")):
             raise ParameterError("device", "device must be 'auto', 'numpy', 'cpu' or 'cuda[:n]'")
-        for name in ("size_raking", "debias_stored_h", "public_margins", "public_usefulness"):
+        for name in ("size_raking", "debias_stored_h", "public_margins", "public_usefulness",
+                     "size_calibration"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, f"{name} must be True or False")
         if self.slice_lam is not None and not (math.isfinite(self.slice_lam) and self.slice_lam > 0):
@@ -643,8 +651,10 @@ class FittedPrivPetal:
                     cond = {v: pcodes[:, k] for k, v in enumerate(hvars)}
                     logits = f.hmodel.conditional_logits(SIZE, cond) if cond else \
                         np.log(np.maximum(f.n_noisy, 1e-300))[None, :].repeat(len(pcodes), 0)
+                    calib = getattr(f, "size_calibration", False) and bool(cond)
                     size = _draw_logits(logits, cond, hvars, f.hmodel.dom, rng, rounded,
-                                        f.n_noisy if f.size_raking else None)
+                                        f.n_noisy if f.size_raking else None,
+                                        f.hmodel if calib else None)
                     new = False
                 else:
                     n = max(1, int(round(float(f.n_noisy.sum()) * scale)))
@@ -797,17 +807,88 @@ def raked_size_probs(p: np.ndarray, counts: np.ndarray, n_sizes: np.ndarray, ite
     return out
 
 
+def calibrated_size_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, model: Model,
+                          iters: int = 100, tol: float = 1e-6) -> np.ndarray:
+    """``p(size | context)`` raked so that, over the rows, the expected ``(size, A_C)``
+    histogram of every clique ``C`` of ``model``'s fit tree that holds ``size`` and a household
+    variable is ``model``'s ``p(size | A_C)`` times the rows with each value of ``A_C``
+    (PrivPetal's ``size_calibration``, docs/methods/privpetal.md §6.12; post-processing of the
+    fitted model and of the referenced rows' attributes).
+
+    Algorithm 4 draws an existing row's size from ``p(size | R_H) ∝ Π_C exp θ_C(size, R_C)``
+    over every clique holding ``size``; a noisy tilt shared by several cliques for a value
+    (e.g. a rare public one) multiplies on the rows' full attribute vectors, so the drawn sizes
+    need not follow the model's own ``p(size | A_C)`` for any clique. Iterative proportional
+    fitting of the ``(contexts, N+1)`` table ``counts·p`` to those clique margins and to the row
+    sums ``counts`` (Deming & Stephan, Ann. Math. Statist. 1940; one factor per clique cell and
+    size per round), stopped after ``iters`` rounds or once every clique margin is within
+    ``tol × rows``. Vectorised: one ``bincount`` per clique and round.
+
+    Args:
+        p: ``(contexts, N+1)`` size distributions, rows summing to 1.
+        codes: ``{variable: (contexts,) int codes}`` for the household variables.
+        counts: ``(contexts,)`` rows with each context.
+        model: The household model (``size`` and the variables of ``codes``).
+
+    Returns:
+        ``(contexts, N+1)`` float64, rows summing to 1 (rows with no mass keep ``p``).
+    """
+    p = np.asarray(p, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    S = p.shape[1]  # noqa: N806
+    ar = np.arange(S)
+    margins = []
+    for c in (model.fit_tree.cliques if model.fit_tree is not None else []):
+        hv = [v for v in c if v != SIZE and v in codes]
+        if SIZE not in c or not hv:
+            continue
+        dims = [int(model.dom[v]) for v in hv]
+        gid = np.ravel_multi_index([np.asarray(codes[v], dtype=np.int64) for v in hv], dims)
+        m = np.asarray(model.marginal([SIZE] + hv), dtype=np.float64).reshape(S, -1).T
+        tot = m.sum(axis=1, keepdims=True)
+        cond = np.divide(m, tot, out=np.zeros_like(m), where=tot > 0)
+        target = cond * np.bincount(gid, weights=counts, minlength=m.shape[0])[:, None]
+        margins.append((gid, target.ravel()))
+    if not margins or counts.sum() <= 0:
+        return p
+    joint = p * counts[:, None]
+    bound = tol * float(counts.sum())
+    for _ in range(iters):
+        worst = 0.0
+        for gid, target in margins:
+            flat = (gid[:, None] * S + ar).ravel()
+            cur = np.bincount(flat, weights=joint.ravel(), minlength=len(target))
+            worst = max(worst, float(np.max(np.abs(cur - target), initial=0.0)))
+            f = np.divide(target, cur, out=np.zeros_like(target), where=cur > 0)
+            joint *= f[flat].reshape(joint.shape)
+        row = joint.sum(axis=1)
+        joint *= np.divide(counts, row, out=np.zeros_like(counts), where=row > 0)[:, None]
+        if worst <= bound:
+            break
+    mass = joint.sum(axis=1, keepdims=True)
+    ok = mass[:, 0] > 0
+    out = p.copy()
+    out[ok] = joint[ok] / mass[ok]
+    return out
+
+
 def _draw_logits(logits: np.ndarray, codes: Mapping, ctx: list, dom: Mapping, rng: np.random.Generator,
-                 rounded: bool, rake: np.ndarray | None = None) -> np.ndarray:
+                 rounded: bool, rake: np.ndarray | None = None, calibrate: Model | None = None
+                 ) -> np.ndarray:
     """One draw per row from ``softmax(logits)``, the rows grouped by their ``ctx`` values
     (identical contexts share one distribution); ``rake``: the released size histogram to rake
-    the distributions to (:func:`raked_size_probs`)."""
+    the distributions to (:func:`raked_size_probs`); ``calibrate``: the household model whose
+    clique margins they are raked to first (:func:`calibrated_size_probs`)."""
     gid = _group_ids(codes, ctx, dom) if codes else np.zeros(len(logits), dtype=np.int64)
     first = np.zeros(gid.max() + 1 if len(gid) else 0, dtype=np.int64)
     first[gid[::-1]] = np.arange(len(gid))[::-1]
     probs = logits_to_probs(logits[first])
+    counts = np.bincount(gid, minlength=len(first))
+    if calibrate is not None:
+        probs = calibrated_size_probs(probs, {v: np.asarray(codes[v])[first] for v in ctx},
+                                      counts, calibrate)
     if rake is not None:
-        probs = raked_size_probs(probs, np.bincount(gid, minlength=len(first)), rake)
+        probs = raked_size_probs(probs, counts, rake)
     return draw_from_table(gid, probs, rng, rounded=rounded)
 
 
