@@ -199,12 +199,18 @@ AUTHORS_MODELLED_FKS = {
 }
 """``--setup authors``: FKs to public parents the authors' runs model where the method's default
 plan links them (PrivLava's TPC-H run models both; docs/methods/privlava.md §6)."""
-SETUPS = ("relviz", "authors", "authors-public-fks", "authors-generic")
+SETUPS = ("relviz", "authors", "authors-public-fks", "authors-generic", "public-fks-guarded")
 """``--setup``: ``relviz`` (every method with its defaults), ``authors`` (:data:`AUTHORS_SETUP` and
 :data:`AUTHORS_MODELLED_FKS` whole), or one part of it, to tell what each part does
 (docs/methods/privpetal.md §6.10): ``authors-public-fks``, the entries of the FKs to public
 parents only (and the modelled FKs); ``authors-generic``, the rest (the ``"*"`` entry and the FKs
-to private parents)."""
+to private parents); ``public-fks-guarded``, ``authors-public-fks`` with :data:`PUBLIC_GUARDS` on
+the FKs to public parents (docs/methods/privpetal.md §6.12)."""
+PUBLIC_GUARDS = {"public_usefulness": True, "slice_lam": 1.0, "public_margins": True,
+                 "size_calibration": True}
+"""``--setup public-fks-guarded``: PrivPetal's options that keep a low λ on an FK to a public
+parent from fitting noise (docs/methods/privpetal.md §6.11–§6.12), set where
+:data:`AUTHORS_SETUP` sets that FK's own entry."""
 DEFAULT_EPS = (0.5, 1.0, 4.0)
 PAPER_EPS = (0.2, 0.4, 0.8, 1.6, 3.2)
 DEFAULT_MECHANISMS = ("mst",)
@@ -366,7 +372,7 @@ def _caps_for(db, spec: dict, setup: str = "relviz"):  # noqa: ANN001, ANN202
     # the default plan links uncapped FKs to public parents, except where the paper models them
     method = get_database(spec["method"])
     paper = PAPER_MODELLED_FKS.get(spec["dataset"], {}).get(spec["method"], ())
-    if setup in ("authors", "authors-public-fks"):
+    if setup in ("authors", "authors-public-fks", "public-fks-guarded"):
         paper = (*paper, *AUTHORS_MODELLED_FKS.get(spec["dataset"], {}).get(spec["method"], ()))
     missing = [n for n in missing
                if n in paper or method.linked_reason(db.schema, db.schema.foreign_key(n)) is None]
@@ -391,14 +397,18 @@ def _authors_params(plan, spec: dict, setup: str = "authors", schema=None):  # n
     params = AUTHORS_SETUP.get(spec["dataset"], {}).get(spec["method"])
     if plan is None or not params or setup == "relviz":
         return plan
-    star = params.get("*", {}) if setup != "authors-public-fks" else {}
+    guarded = setup == "public-fks-guarded"
+    public_part = setup == "authors-public-fks" or guarded
+    star = params.get("*", {}) if not public_part else {}
     for c in plan.components:
         if c.method != spec["method"]:
             continue
         to_public = c.kind == "edge" and setup != "authors" and \
             schema.table(schema.foreign_key(c.name).parent).public
-        keep_own = setup == "authors" or (setup == "authors-public-fks") == to_public
+        keep_own = setup == "authors" or public_part == to_public
         own = params.get(c.name, {}) if keep_own else {}
+        if guarded and own and spec["method"] == "privpetal":
+            own = {**own, **PUBLIC_GUARDS}
         if star or own:
             plan = plan.with_params(c.name, **star, **own)
     return plan
@@ -633,7 +643,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="relviz: every method with its defaults; authors: the authors' own "
                          "per-dataset configuration where known (AUTHORS_SETUP, "
                          "AUTHORS_MODELLED_FKS: PrivPetal's and PrivLava's TPC-H runs); "
-                         "authors-public-fks / authors-generic: one part of it (SETUPS)")
+                         "authors-public-fks / authors-generic: one part of it; "
+                         "public-fks-guarded: authors-public-fks with PUBLIC_GUARDS (SETUPS)")
     ap.add_argument("--tpch-sf", type=float, help="TPC-H scale factor (default 0.1; --quick 0.01)")
     ap.add_argument("--households", type=int, help="census households (default 5000; --quick 1000)")
     ap.add_argument("--census-queries", type=int, help="queries per census panel (default 2000; "

@@ -1822,6 +1822,12 @@ def test_authors_tpch_setup_configures_every_fk() -> None:
         assert (pub.get("lam") == own[c.name]["lam"]) is to_public, c.name
         assert (gen.get("lam") == own[c.name]["lam"]) is not to_public, c.name
         assert "order" not in pub and gen["order"] == 2 and gen["splits"], c.name
+    guarded = F._authors_params(base, spec, "public-fks-guarded", schema)
+    assert not guarded.problems(schema)
+    for c in base.edges:
+        to_public = schema.table(schema.foreign_key(c.name).parent).public
+        want = {**public.component(c.name).params, **(F.PUBLIC_GUARDS if to_public else {})}
+        assert guarded.component(c.name).params == want, c.name
     assert F._authors_params(base, spec, "relviz", schema) is base
     for setup, sch in (("authors-generic", None), ("paper", schema)):
         with pytest.raises(ValueError, match="setup"):
