@@ -651,7 +651,7 @@ class FittedPrivPetal:
                     cond = {v: pcodes[:, k] for k, v in enumerate(hvars)}
                     logits = f.hmodel.conditional_logits(SIZE, cond) if cond else \
                         np.log(np.maximum(f.n_noisy, 1e-300))[None, :].repeat(len(pcodes), 0)
-                    calib = getattr(f, "size_calibration", False) and bool(cond)
+                    calib = f.size_calibration and bool(cond)
                     size = _draw_logits(logits, cond, hvars, f.hmodel.dom, rng, rounded,
                                         f.n_noisy if f.size_raking else None,
                                         f.hmodel if calib else None)
