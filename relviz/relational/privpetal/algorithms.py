@@ -382,7 +382,7 @@ class _Run:
     def cells_useful(self, s: frozenset | Sequence[Var]) -> float:
         """The cells that the usefulness test (docs §2.8) compares with ``L(σ)``.
 
-        :meth:`cells_full` by default (spec §2.8). With ``public_usefulness`` and a public
+        :meth:`cells_full` by default (the paper's count, docs §2.8). With ``public_usefulness`` and a public
         referenced table (relviz's addition, docs/methods/privpetal.md §6.12): the cells
         ``cells_full(s) / (|X_H| · p_min)``, ``X_H`` the domain of ``s``'s household variables
         and ``p_min`` the smallest nonzero share of the public table's rows in one cell of
