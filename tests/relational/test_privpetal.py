@@ -1885,6 +1885,17 @@ def _rare_public_value() -> tuple[Database, Plan, np.ndarray]:
     return db, Plan.default(schema, 0.2, 1e-6, method="privpetal"), kind
 
 
+def _fit_rare(db: Database, plan: Plan, sample: bool = True, **params):  # noqa: ANN003, ANN202
+    """PrivPetal on :func:`_rare_public_value`'s FK at λ 0.2 with ``params`` (warnings off):
+    the fitted synthesizer and, with ``sample``, a sampled database (else None)."""
+    fk = plan.edges[0].name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = RelationalSynthesizer(plan.with_params(fk, **SMALL, lam=0.2, **params),
+                                      random_state=0).fit(db)
+        return synth, (synth.sample() if sample else None)
+
+
 def test_size_raking_draws_the_released_size_histogram() -> None:
     """``size_raking=True`` on an FK to a public parent: the synthetic number of children per
     parent follows the released ``ñ_s`` (rescaled to the parents), where Algorithm 4's fitted
@@ -1898,11 +1909,7 @@ def test_size_raking_draws_the_released_size_histogram() -> None:
     assert plan.edges[0].method == "privpetal"
     worst = {}
     for raking in (False, True):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            synth = RelationalSynthesizer(plan.with_params(fk, **SMALL, lam=0.2, size_raking=raking),
-                                          random_state=0).fit(db)
-            syn = synth.sample()
+        synth, syn = _fit_rare(db, plan, size_raking=raking)
         f = synth.database_.fits[fk]
         assert f.size_raking is raking
         target = np.clip(f.n_noisy, 0, None)
@@ -1993,10 +2000,7 @@ def test_public_margins_fit_the_public_parents_attribute_distribution() -> None:
     public = np.bincount(kind, minlength=8) / n_p
     tv = {}
     for pm in (False, True):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            synth = RelationalSynthesizer(plan.with_params(fk, **SMALL, lam=0.2, public_margins=pm),
-                                          random_state=0).fit(db)
+        synth, _ = _fit_rare(db, plan, sample=False, public_margins=pm)
         hm = synth.database_.fits[fk].hmodel
         (hv,) = [v for v in hm.vars if v != npm.SIZE]
         p = np.asarray(hm.marginal([hv]))
@@ -2094,11 +2098,7 @@ def test_size_calibration_is_the_identity_with_one_clique_and_runs_in_sampling()
 
     db, plan, kind = _rare_public_value()
     fk = plan.edges[0].name
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        synth = RelationalSynthesizer(plan.with_params(fk, **SMALL, lam=0.2, size_calibration=True),
-                                      random_state=0).fit(db)
-        syn = synth.sample()
+    synth, syn = _fit_rare(db, plan, size_calibration=True)
     f = synth.database_.fits[fk]
     assert f.size_calibration is True
     (hv,) = [v for v in f.hmodel.vars if v != npm.SIZE]
