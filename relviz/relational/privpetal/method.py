@@ -54,6 +54,7 @@ import numpy as np
 
 from relviz.encoding import EncodedTable
 from relviz.errors import ParameterError, Problem
+from relviz.marginals import mixed_radix_codes
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import Curator
 from relviz.privacy.postprocessing import fit_margins
@@ -843,7 +844,8 @@ def calibrated_size_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, mod
         if SIZE not in c or not hv:
             continue
         dims = [int(model.dom[v]) for v in hv]
-        gid = np.ravel_multi_index([np.asarray(codes[v], dtype=np.int64) for v in hv], dims)
+        gid = mixed_radix_codes(np.stack([np.asarray(codes[v]) for v in hv], axis=1),
+                                range(len(hv)), dims)
         m = np.asarray(model.marginal([SIZE] + hv), dtype=np.float64).reshape(S, -1).T
         tot = m.sum(axis=1, keepdims=True)
         cond = np.divide(m, tot, out=np.zeros_like(m), where=tot > 0)
