@@ -62,6 +62,12 @@ class CancelToken:
     def cancelled(self) -> bool:
         return self._event.is_set()
 
+    def __getstate__(self) -> dict:  # an Event holds a lock: a copy starts uncancelled
+        return {}
+
+    def __setstate__(self, state: dict) -> None:
+        self._event = threading.Event()
+
 
 class Reporter:
     """Bound progress callback for one stage and component.

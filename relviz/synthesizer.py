@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+import pickle
 import secrets
 import time
+import warnings
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -110,6 +112,9 @@ class RelationalSynthesizer:
             mechanism models the parent row as an attribute (fk-attribute,
             ``relviz.relational.keyed``); ``model_schema_`` is the schema with those attributes.
         fit_seconds_: ``{component: seconds}``.
+
+    A fitted synthesizer pickles (``pickle``, ``joblib``, :meth:`save`); the ``progress``
+    callback and the cancel state are not kept (set ``progress`` again after loading).
     """
 
     def __init__(self, plan: Plan | None = None, *, random_state: int | None = None,
@@ -121,6 +126,84 @@ class RelationalSynthesizer:
         self.allow_inferred = allow_inferred
         self.backend = backend
         self._token = CancelToken()
+
+    # -- persistence ------------------------------------------------------------------------
+    #: What ``save(release=True)`` keeps: the fitted models that ``sample`` reads (certified a
+    #: function of the releases and public facts by tests/privacy/test_neighbours.py), the
+    #: ledger, the plan, the schema, the public tables and the reconciled noisy sizes.
+    RELEASE_STATE = ("plan", "allow_inferred", "backend", "plan_", "schema_", "model_schema_",
+                     "fitted_", "multipliers_", "accountant_", "key_attributes_", "public_",
+                     "public_codes_", "public_sizes_", "models_", "links_", "relations_",
+                     "database_", "sizes_")
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_token", None)  # a lock: a loaded synthesizer starts uncancelled
+        state["progress"] = None  # a live view's callback (a widget, a lambda) is not saved
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._token = CancelToken()
+
+    def save(self, path: str | Path, *, release: bool = False) -> Path:
+        """Write this fitted synthesizer to ``path`` (a pickle tagged with relviz's version)
+        for :meth:`load`.
+
+        Args:
+            path: The file (overwritten).
+            release: ``False`` (default), the curator's file: everything, including the seed of
+                every noise draw (``seed_``; whoever holds it can recompute the noise and remove
+                it) and the curator views (``cap_report_``, ``curator_log_``, ``fit_seconds_``).
+                Keep it with the private data: it is **not** a release. ``True``: only
+                :attr:`RELEASE_STATE`, what the privacy analysis covers (docs/privacy.md); the
+                loaded synthesizer samples and shows its ledger, and each ``sample()`` without
+                a ``random_state`` then draws a fresh seed.
+
+        Returns:
+            ``path`` as a :class:`~pathlib.Path`.
+
+        Raises:
+            NotFittedError: before :meth:`fit`.
+        """
+        if not getattr(self, "fitted_", False):
+            raise NotFittedError("this RelationalSynthesizer is not fitted yet: call fit() before save()")
+        state = self.__getstate__()
+        if release:
+            self._sizes()  # fixed before the facts they came from are left out
+            state = {k: self.__dict__[k] for k in self.RELEASE_STATE if k in self.__dict__}
+            state.update(random_state=None, seed_=None, progress=None, _fit_codes={},
+                         _reported_sizes=[])
+        synth = object.__new__(type(self))
+        synth.__dict__.update(state)
+        path = Path(path)
+        from relviz import __version__
+        with path.open("wb") as f:
+            pickle.dump({"relviz": __version__, "release": release, "synthesizer": synth}, f,
+                        protocol=pickle.HIGHEST_PROTOCOL)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> RelationalSynthesizer:
+        """Read a synthesizer written by :meth:`save`. Unpickling runs code from the file: load
+        only files you trust.
+
+        Warns:
+            UserWarning: the file was written by another relviz version (it may not sample).
+
+        Raises:
+            TypeError: the file holds no relviz synthesizer.
+        """
+        with Path(path).open("rb") as f:
+            data = pickle.load(f)  # noqa: S301 - documented: only trusted files
+        if not (isinstance(data, dict) and isinstance(data.get("synthesizer"), cls)):
+            raise TypeError(f"{path} holds no {cls.__name__} written by save()")
+        from relviz import __version__
+        if data.get("relviz") != __version__:
+            warnings.warn(f"{path} was written by relviz {data.get('relviz')}, this is "
+                          f"{__version__}: it may not load or sample correctly", UserWarning,
+                          stacklevel=2)
+        return data["synthesizer"]
 
     # -- control ----------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -409,16 +492,16 @@ class RelationalSynthesizer:
             return self.public_codes_[name]
         if name not in self._fit_codes:
             if name in self._relation_tables():
-                n = len(self._relation_pairs(name, self._fit_synthetic, silent())[0])
+                n = len(self._relation_pairs(name, self._fit_synthetic, silent(), self.seed_)[0])
             else:
                 n = self._rows(name, 1.0)
             self._fit_codes[name] = self._strip(name, self._draw(name, n, self.seed_)[0])
         return self._fit_codes[name]
 
-    def _relation_pairs(self, table: str, codes, progress: Reporter):  # noqa: ANN001, ANN202
+    def _relation_pairs(self, table: str, codes, progress: Reporter, seed: int | None):  # noqa: ANN001, ANN202
         fk1, fk2 = self.schema_.fks_from(table)
         rel = self.relations_[table]
-        return rel.link(codes(fk1.parent), codes(fk2.parent), _component_rng(self.seed_, "link", table),
+        return rel.link(codes(fk1.parent), codes(fk2.parent), _component_rng(seed, "link", table),
                         progress)
 
     # -- sample -------------------------------------------------------------------------------
@@ -527,6 +610,8 @@ class RelationalSynthesizer:
         self._token.reset()
         start = time.perf_counter()
         seed = self.seed_ if random_state is None else random_state
+        if seed is None:  # a release file keeps no seed (save(release=True)): a fresh draw
+            seed = secrets.randbits(63)
         schema = self.schema_
         codes: dict[str, EncodedTable] = dict(self.public_codes_)
         rngs: dict[str, np.random.Generator] = {}
@@ -554,7 +639,7 @@ class RelationalSynthesizer:
         for comp in self.plan_.relations:
             rep = self._reporter("sample", comp.name, start)
             rep(0.0, f"linking {comp.name}")
-            e1, e2 = self._relation_pairs(comp.table, codes.__getitem__, rep)
+            e1, e2 = self._relation_pairs(comp.table, codes.__getitem__, rep, seed)
             pairs[comp.table] = (e1, e2)
             codes[comp.table], rngs[comp.table] = self._draw(comp.table, len(e1), seed)
             rep(1.0, f"{len(e1):,} pairs")

@@ -348,6 +348,21 @@ class Accountant:
         """Call ``listener(entry)`` after every successful charge (e.g. a live ledger bar)."""
         self._listeners.append(listener)
 
+    def __getstate__(self) -> dict:
+        """Pickled without its lock and its listeners (callbacks of a live view, e.g. a widget's
+        ledger bar): a loaded accountant has a fresh lock and no listener, and goes on
+        refusing any charge past its budgets."""
+        with self._lock:
+            state = dict(self.__dict__)
+            state["_entries"] = list(self._entries)
+        del state["_lock"]
+        state["_listeners"] = []
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     # -- charging ------------------------------------------------------------------------------
     def charge(
         self,

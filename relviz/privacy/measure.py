@@ -69,6 +69,13 @@ class ReadLog:
     def __len__(self) -> int:
         return len(self._reads)
 
+    def __getstate__(self) -> dict:  # pickled without its lock (a fresh one on load)
+        return {"_reads": self.reads}
+
+    def __setstate__(self, state: dict) -> None:
+        self._reads = list(state["_reads"])
+        self._lock = threading.Lock()
+
 
 class PrivateTable:
     """Handle on a private table's codes: public metadata plus logged group-by counts.
