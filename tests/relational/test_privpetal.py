@@ -2012,39 +2012,51 @@ def test_public_margins_fit_the_public_parents_attribute_distribution() -> None:
 
 def test_public_usefulness_counts_the_rarest_public_slice() -> None:
     """``public_usefulness`` (docs §6.12): with a public parent's codes, an NPM's cells are
-    counted on its rarest public cell, ``cells_full / (|X_H|·p_min)``; structural zeros of the
-    public table do not count; without the option, or without public codes, the spec's count."""
+    ``cells_full · min(r_joint, Π_v r_v)``, ``r = Σc / (c_min · cells with a row)`` over the
+    public table's counts ``c`` (1 for a uniform table; structural zeros do not count). Each
+    branch of the minimum is reached: a rare value alone, two copies of one variable (the joint,
+    not the product of their scarcities) and a sparse joint of uniform variables (the
+    product). Without the option, or without public codes, the spec's count."""
     from relviz.errors import ParameterError
     from relviz.relational.privpetal.method import PrivPetal
 
     run, _ = _run(public_usefulness=True)
-    hd, N = run.hdom, run.N
-    # 60 public rows: h0's value 0 on 1 row, the rest on its other values; h1 uniform (60 is a
-    # multiple of every domain size here, 2 or 3)
-    assert 60 % hd[1] == 0
-    h0 = 1 + np.arange(60) % (hd[0] - 1)
+    run.hdom = np.array([2, 3])
+    N, H0, H1 = run.N, ("H", 0), ("H", 1)  # noqa: N806
+    full = lambda s: run.cells_full(s)  # noqa: E731
+
+    def with_codes(h0, h1):  # noqa: ANN001, ANN202
+        run.public_hcodes, run._rarest = np.stack([h0, h1], axis=1), {}
+        return run
+
+    # 60 rows: h0 = 0 on one row only (r_0 = 60 / (1·2) = 30); h1 uniform (r_1 = 1)
+    h0 = np.ones(60, dtype=np.int64)
     h0[0] = 0
-    h1 = np.arange(60) % hd[1]
-    run.public_hcodes = np.stack([h0, h1], axis=1)
-    s0 = frozenset({npm.SIZE, ("H", 0), ("I", 1, 0)})
-    full = run.cells_full(s0)
-    assert full == (N + 1) * hd[0] * run.idom[0]
-    # p_min = 1/60: cells = (N+1)·|X_I| · 60
-    assert run.cells_useful(s0) == pytest.approx((N + 1) * run.idom[0] * 60)
-    s1 = frozenset({npm.SIZE, ("H", 1), ("I", 1, 1)})  # uniform: the spec's count
-    assert run.cells_useful(s1) == pytest.approx(run.cells_full(s1))
-    s01 = frozenset({npm.SIZE, ("H", 0), ("H", 1)})
-    codes = h0 * hd[1] + h1
-    c = np.bincount(codes, minlength=hd[0] * hd[1])
-    assert run.cells_useful(s01) == pytest.approx((N + 1) * c.sum() / c[c > 0].min())
+    h1 = np.arange(60) % 3
+    with_codes(h0, h1)
+    s0 = frozenset({npm.SIZE, H0, ("I", 1, 0)})
+    assert full(s0) == (N + 1) * 2 * run.idom[0]
+    assert run.cells_useful(s0) == pytest.approx(full(s0) * 30)
+    s1 = frozenset({npm.SIZE, H1, ("I", 1, 1)})  # uniform: the spec's count
+    assert run.cells_useful(s1) == pytest.approx(full(s1))
+    s01 = frozenset({npm.SIZE, H0, H1})
+    # joint: 4 cells with a row, the rarest 1 row → r_joint = 60 / 4 = 15 < Π r_v = 30
+    assert run.cells_useful(s01) == pytest.approx(full(s01) * 15)
+    # two copies of a variable with a rare value: r_joint = r_0, not r_0² (h1 ∈ {0, 1})
+    with_codes(h0, h0)
+    assert run.cells_useful(s01) == pytest.approx(full(s01) * 30)
+    # uniform variables with a sparse joint (20/5/5 and 0/15/15 rows): r_joint = 60/(5·5) = 2.4,
+    # Π r_v = 1, the product is kept
+    j = np.repeat([0, 1, 2, 4, 5], [20, 5, 5, 15, 15])
+    with_codes(j // 3, j % 3)
+    assert run.cells_useful(s01) == pytest.approx(full(s01))
     s_i = frozenset({npm.SIZE, ("I", 1, 0), ("I", 2, 0)})  # no household variable
-    assert run.cells_useful(s_i) == run.cells_full(s_i)
+    assert run.cells_useful(s_i) == full(s_i)
     off, _ = _run()
-    off.public_hcodes = run.public_hcodes
-    assert off.cells_useful(s0) == full
+    off.hdom, off.public_hcodes = run.hdom, run.public_hcodes
+    assert off.cells_useful(s01) == full(s01)
     with pytest.raises(ParameterError, match="public_usefulness"):
         PrivPetal(public_usefulness=1)
-
 
 
 def test_size_calibration_reproduces_the_models_clique_margins_on_the_rows() -> None:

@@ -382,23 +382,38 @@ class _Run:
     def cells_useful(self, s: frozenset | Sequence[Var]) -> float:
         """The cells that the usefulness test (docs §2.8) compares with ``L(σ)``.
 
-        :meth:`cells_full` by default (the paper's count, docs §2.8). With ``public_usefulness`` and a public
-        referenced table (relviz's addition, docs/methods/privpetal.md §6.12): the cells
-        ``cells_full(s) / (|X_H| · p_min)``, ``X_H`` the domain of ``s``'s household variables
-        and ``p_min`` the smallest nonzero share of the public table's rows in one cell of
-        ``X_H`` (public data). The average count per cell of the NPM's *rarest* public slice is
-        ``ñ / cells_useful``, so the test asks every public value combination to be λ-useful,
-        not only the average cell; for a uniform ``X_H`` the two counts agree. Public cells with
-        no row are structural zeros (their NPM cells are exactly 0) and do not count."""
+        :meth:`cells_full` by default (the paper's count, docs §2.8). With ``public_usefulness``
+        and a public referenced table (relviz's addition, docs/methods/privpetal.md §6.12): the
+        cells ``cells_full(s) · r``, ``r ≥ 1`` the scarcity of the NPM's rarest public slice, so
+        that the test asks every public value combination of ``s``'s household variables ``X_H``
+        to be λ-useful, not only the average cell. ``r = min(r_joint, Π_v r_v)`` (public data
+        only):
+
+        - ``r_joint = 1 / (c · p_min)``: ``p_min`` the smallest nonzero share of the public
+          table's rows in one cell of ``X_H``, ``c`` the cells with a row (cells with none are
+          structural zeros: their NPM cells are exactly 0);
+        - ``r_v``, the same for variable ``v`` alone; their product is the scarcity of the
+          rarest combination were the variables independent.
+
+        ``r_joint`` is exact for the public table but, where ``X_H`` has about as many cells as
+        the table rows, it measures the table's sampling sparsity, not a rare value; the product
+        is robust there but overstates dependent variables (the two halves of a split
+        attribute). Their minimum is the scarcity both bound; for a uniform ``X_H`` it is 1."""
         full = self.cells_full(s)
         hv = sorted(v for v in s if v != SIZE and v[0] == "H")
         if not (self.p.public_usefulness and hv and self.public_hcodes is not None):
             return float(full)
         key = tuple(hv)
         if key not in self._rarest:
-            c = public_counts(self.public_hcodes, hv, {v: self.vdom(v) for v in hv})
-            self._rarest[key] = float(c[c > 0].min()) / float(c.sum())
-        return full / (math.prod(self.vdom(v) for v in hv) * self._rarest[key])
+            each = math.prod(self._scarcity((v,)) for v in hv)
+            self._rarest[key] = min(self._scarcity(key), each) if len(hv) > 1 else each
+        return full * self._rarest[key]
+
+    def _scarcity(self, hv: tuple) -> float:
+        """``1 / (c · p_min)`` over the public table's cells of ``hv`` (see :meth:`cells_useful`)."""
+        c = public_counts(self.public_hcodes, hv, {v: self.vdom(v) for v in hv})
+        nz = c[c > 0]
+        return float(nz.sum()) / (float(nz.min()) * nz.size)
 
     def name(self, key: Key) -> str:
         return key_name(key, self.hnames, self.inames)

@@ -277,10 +277,11 @@ class PrivPetal(Params):
             groups per cell are below ``slice_lam·σ·√(2/π)`` is masked (left out of the model
             losses). None (default): only blocks with a non-positive noisy total are masked.
         public_usefulness: For an FK to a public parent, judge λ-usefulness (docs §2.8) on the
-            NPM's rarest public slice: its cells are counted as ``cells / (|X_H|·p_min)``, with
-            ``p_min`` the smallest nonzero share of the parent's rows in one cell of the
-            candidate's household variables (public data; ``_Run.cells_useful``; relviz's
-            addition, docs §6.12). Default False: the spec's cell count.
+            NPM's rarest public slice: its cells are counted as ``cells · r``, ``r`` the
+            scarcity of the rarest public value combination of the candidate's household
+            variables, the smaller of the joint one and the product of each variable's
+            (public data; ``_Run.cells_useful``; relviz's addition, docs §6.12). Default
+            False: the spec's cell count.
         size_calibration: When the referenced rows already exist, rake their size distributions
             so that, over those rows, the expected ``(size, A_C)`` histogram of every clique
             ``C`` of the household model's fit tree is the model's own ``p(size | A_C)`` times
