@@ -20,7 +20,9 @@ Commands:
 
   - ``DIR/release/`` — the differentially private release, safe to share: ``tables/*.parquet``,
     ``synthetic.sqlite`` (with PRIMARY/FOREIGN KEY constraints), ``ledger.json``, ``plan.json``,
-    ``schema.json``;
+    ``schema.json`` and, with ``--save-model``, ``synthesizer.pkl`` (the fitted models,
+    ``RelationalSynthesizer.save(release=True)``: ``RelationalSynthesizer.load`` it to sample
+    more);
   - ``DIR/curator/`` — for the data curator only (reads the real data, outside the guarantee):
     ``report.html`` (self-contained: real-vs-synthetic comparisons), ``cap_report.txt`` (exactly
     what the degree caps removed), ``timings.json``.
@@ -61,7 +63,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["main", "RELEASE", "CURATOR", "RELEASE_FILES"]
+__all__ = ["main", "RELEASE", "CURATOR", "RELEASE_FILES", "MODEL_FILE"]
 
 RELEASE = "release"
 """Sub-folder of ``--out`` holding the differentially private release (safe to share)."""
@@ -69,6 +71,8 @@ CURATOR = "curator"
 """Sub-folder of ``--out`` holding what reads the real data (for the curator only)."""
 RELEASE_FILES = ("tables", "synthetic.sqlite", "ledger.json", "plan.json", "schema.json")
 """Everything ``relviz synth`` writes into ``release/`` (``tables`` is a folder)."""
+MODEL_FILE = "synthesizer.pkl"
+"""The fitted models ``relviz synth --save-model`` adds to ``release/`` (no noise seed)."""
 
 
 def _load_data(args: argparse.Namespace):  # noqa: ANN202 - Database
@@ -348,6 +352,8 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     synth.accountant_.to_json(release / "ledger.json")
     plan.to_json(release / "plan.json")
     schema.to_json(release / "schema.json")
+    if args.save_model:
+        synth.save(release / MODEL_FILE, release=True)
     (curator / "cap_report.txt").write_text(str(synth.cap_report_) + "\n", encoding="utf-8")
     timings["write"] = time.perf_counter() - t0
     summary = None
@@ -548,6 +554,9 @@ def _parser() -> argparse.ArgumentParser:
                         "and a .duckdb/.sqlite file or Parquet folder given with --schema is read "
                         "out of core (relviz.source.EncodedDatabase)")
     y.add_argument("--quiet", action="store_true", help="no progress bar")
+    y.add_argument("--save-model", action="store_true",
+                   help=f"also write {RELEASE}/{MODEL_FILE}: the fitted models without the noise "
+                        "seed (RelationalSynthesizer.load(path).sample() draws more)")
     y.add_argument("--allow-inferred-schema", action="store_true",
                    help="accept domains (or FK nullability) read from the data, with or without "
                         "--schema: the release is NOT differentially private")

@@ -15,7 +15,7 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
-from relviz.cli import CURATOR, RELEASE, RELEASE_FILES
+from relviz.cli import CURATOR, MODEL_FILE, RELEASE, RELEASE_FILES
 from relviz.synthesizer import NOT_DP  # prefix of the ledger note of a run on inferred facts
 
 __all__ = ["check_output", "main"]
@@ -33,7 +33,7 @@ def check_output(out: str | Path, *, report: bool = True) -> list[str]:
     if not release.is_dir():
         return [f"no {RELEASE}/ folder in {out}"]
     problems = []
-    present = {p.name for p in release.iterdir()}
+    present = {p.name for p in release.iterdir()} - {MODEL_FILE}  # optional (--save-model)
     if present != set(RELEASE_FILES):
         extra, missing = sorted(present - set(RELEASE_FILES)), sorted(set(RELEASE_FILES) - present)
         problems.append(f"{RELEASE}/ must hold exactly {', '.join(RELEASE_FILES)}"

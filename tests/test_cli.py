@@ -69,8 +69,13 @@ def test_synth_writes_every_output(tmp_path, capsys: pytest.CaptureFixture[str])
     # a saved plan keeps its budget unless overridden
     again = tmp_path / "again"
     assert main(["synth", "--dataset", "schools", "--plan", str(release / "plan.json"), "--seed", "1",
-                 "--out", str(again), "--quiet", "--no-report"]) == 0
+                 "--out", str(again), "--quiet", "--no-report", "--save-model"]) == 0
     assert json.loads((again / "release" / "ledger.json").read_text())["epsilon"] == 2.0
+    # --save-model: the release's models, loadable, without the noise seed
+    from relviz.synthesizer import RelationalSynthesizer
+    model = RelationalSynthesizer.load(again / "release" / "synthesizer.pkl")
+    assert model.seed_ is None and not hasattr(model, "cap_report_")
+    assert set(model.sample(random_state=0).table_names) == {"schools", "students"}
     assert not (again / "curator" / "report.html").exists()
     assert check_output(again, report=False) == [] and check_output(again) == ["no curator/report.html"]
     # a stray curator file in release/ fails the checks
