@@ -63,16 +63,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from relviz.release import MODEL_FILE, RELEASE_FILES, write_release, write_release_metadata
+
 __all__ = ["main", "RELEASE", "CURATOR", "RELEASE_FILES", "MODEL_FILE"]
 
 RELEASE = "release"
 """Sub-folder of ``--out`` holding the differentially private release (safe to share)."""
 CURATOR = "curator"
 """Sub-folder of ``--out`` holding what reads the real data (for the curator only)."""
-RELEASE_FILES = ("tables", "synthetic.sqlite", "ledger.json", "plan.json", "schema.json")
-"""Everything ``relviz synth`` writes into ``release/`` (``tables`` is a folder)."""
-MODEL_FILE = "synthesizer.pkl"
-"""The fitted models ``relviz synth --save-model`` adds to ``release/`` (no noise seed)."""
+
 
 
 def _load_data(args: argparse.Namespace):  # noqa: ANN202 - Database
@@ -346,14 +345,9 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         from relviz.stream import parquet_to_sqlite
 
         parquet_to_sqlite(schema, streamed.paths, release / "synthetic.sqlite")
+        write_release_metadata(release, synth, model=args.save_model)
     else:
-        syn.to_parquet(release / "tables")
-        syn.to_sqlite(release / "synthetic.sqlite")
-    synth.accountant_.to_json(release / "ledger.json")
-    plan.to_json(release / "plan.json")
-    schema.to_json(release / "schema.json")
-    if args.save_model:
-        synth.save(release / MODEL_FILE, release=True)
+        write_release(release, synth, syn, model=args.save_model)
     (curator / "cap_report.txt").write_text(str(synth.cap_report_) + "\n", encoding="utf-8")
     timings["write"] = time.perf_counter() - t0
     summary = None

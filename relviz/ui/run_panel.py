@@ -34,6 +34,7 @@ import html
 import threading
 import time
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as W
@@ -45,6 +46,7 @@ from relviz.plan import Plan
 from relviz.privacy.measure import CURATOR_VIEW
 from relviz.privacy.session import SessionLedger, session_ledger
 from relviz.run import ComponentProgress, Run, RunSnapshot
+from relviz.synthesizer import NOT_DP
 from relviz.ui._errors import error_html, guard, guarded
 
 __all__ = ["RunPanel", "COMPONENT_COLORS"]
@@ -161,11 +163,24 @@ class RunPanel(W.VBox):
         self._cap_set.on_click(lambda _: self._click_cap())
         self._cap_msg = W.HTML()
         self._cap_msg.add_class("relviz-rp-cap-message")
+        self._save_dir = W.Text(value="release", description="folder", layout=W.Layout(width="260px"),
+                                style={"description_width": "initial"})
+        self._save_dir.add_class("relviz-rp-save-dir")
+        self._save = W.Button(description="Save release", icon="save", disabled=True,
+                              tooltip="write the synthetic tables (Parquet, SQLite), the ledger, plan, "
+                              "schema and fitted models: the release, safe to share",
+                              layout=W.Layout(width="auto"))
+        self._save.add_class("relviz-rp-save")
+        self._save.on_click(lambda _: self._click_save())
+        self._save_msg = W.HTML()
+        self._save_msg.add_class("relviz-rp-save-message")
 
     def _children(self) -> list[W.Widget]:
         return [self._title,
                 W.HBox([self._launch, self._cancel, self._status], layout=W.Layout(align_items="center")),
                 self._blocked, self._progress, self._ledger, self._message, self._result,
+                W.HBox([self._save_dir, self._save, self._save_msg],
+                       layout=W.Layout(align_items="center", flex_flow="row wrap")),
                 self._session_html,
                 W.HBox([self._cap_eps, self._cap_delta, self._cap_set, self._cap_msg],
                        layout=W.Layout(align_items="center", flex_flow="row wrap"))]
@@ -205,6 +220,41 @@ class RunPanel(W.VBox):
             return False
         self._notice = ""
         return True
+
+    def save_release(self, directory: str | Path, *, model: bool = True) -> list[Path]:
+        """Write the finished run's release folder (:func:`relviz.release.write_release`): the
+        synthetic tables as Parquet and SQLite, ``ledger.json``, ``plan.json``, ``schema.json``
+        and, with ``model``, the fitted models without the noise seed (``synthesizer.pkl``).
+
+        Returns:
+            The paths written.
+
+        Raises:
+            RuntimeError: no finished run to save.
+            FileExistsError: ``directory`` holds files that are not a release's.
+        """
+        from relviz.release import write_release
+
+        run = self.run
+        if run.status != "done" or run.result is None or run.synthesizer is None:
+            raise RuntimeError("no finished run to save: Launch a run first")
+        return write_release(directory, run.synthesizer, run.result, model=model)
+
+    def _click_save(self) -> None:
+        folder = Path(self._save_dir.value.strip() or "release").expanduser()
+        try:
+            paths = self.save_release(folder)
+        except (RuntimeError, OSError) as e:
+            self._save_msg.value = ("<span class='relviz-rp-save-error' style='color:var(--jp-error-color1,"
+                                    f"#d32f2f)'>Not saved: {html.escape(str(e))}</span>")
+            return
+        notes = self.run.ledger.notes if self.run.ledger is not None else []
+        not_dp = any(str(n).startswith(NOT_DP) for n in notes)
+        self._save_msg.value = (
+            f"<span class='relviz-rp-saved'>✓ Saved to <code>{html.escape(str(folder.resolve()))}</code>: "
+            + ", ".join(html.escape(p.name) for p in paths)
+            + (" — <b>not differentially private</b> (see the ledger's notes)" if not_dp else "")
+            + "</span>")
 
     def set_blockers(self, problems: list[str], where: str = "the Schema tab") -> None:
         """Disable Launch while ``problems`` (what a run would refuse) are listed ``where``."""
@@ -335,6 +385,9 @@ class RunPanel(W.VBox):
                 self._launch.tooltip = (self._blocked_text() if self.blockers else refusal if refusal else
                                         "fit and sample in a background thread (the notebook stays usable)")
                 self._cancel.disabled = snap.status != "running"
+                self._save.disabled = snap.status != "done" or run.result is None
+                if snap.status != "done":
+                    self._save_msg.value = ""
             if self.status != snap.status:
                 self.status = snap.status
 

@@ -318,7 +318,7 @@ def test_tsne_tab_progress_figure_and_cache(quickstart: Lab) -> None:
 
 # -- 5. cancel mid-run, then launch again (a fresh kernel) -----------------------------------------------
 
-def test_cancel_mid_run_then_launch_again(page: Lab) -> None:
+def test_cancel_mid_run_then_launch_again(page: Lab, tmp_path) -> None:  # noqa: ANN001
     page.open("studio_flights.ipynb")
     page.run_all(wait_for=f"{EDITOR} .relviz-card", timeout=120_000)
     p = page.page
@@ -354,6 +354,16 @@ def test_cancel_mid_run_then_launch_again(page: Lab) -> None:
     p.locator(f"{RUN} .relviz-rp-exact").wait_for()
     assert "#1 cancelled" in p.locator(f"{RUN} .relviz-rp-result").inner_text()
     page.screenshot("studio_run_relaunched", p.locator(STUDIO))
+
+    # Save release: the folder typed in the panel gets the release files
+    folder = tmp_path / "studio_release"
+    p.locator(f"{RUN} .relviz-rp-save-dir input").fill(str(folder))
+    p.locator(f"{RUN} .relviz-rp-save-dir input").press("Enter")
+    p.locator(f"{RUN} .relviz-rp-save").click()
+    p.locator(f"{RUN} .relviz-rp-saved").wait_for(timeout=60_000)
+    assert {f.name for f in folder.iterdir()} == {"tables", "synthetic.sqlite", "ledger.json", "plan.json",
+                                                  "schema.json", "synthesizer.pkl"}
+    page.screenshot("studio_run_saved", p.locator(STUDIO))
 
 
 # -- 6. the stakeholder demo under Voila ------------------------------------------------------------------
