@@ -47,7 +47,7 @@ from relviz.synthesizer import RelationalSynthesizer
 if TYPE_CHECKING:  # pragma: no cover
     from relviz.ui.studio import Studio
 
-__version__ = "0.1.0"
+from relviz._version import __version__ as __version__  # noqa: E402 (re-exported)
 
 __all__ = [
     "Accountant",

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from relviz._version import __version__
 from relviz.database import ARROW_CHUNK_ROWS, Database
 from relviz.encoding import EncodedTable, code_dtype, decode_table, encode_table
 from relviz.errors import DataError, NotFittedError, PlanError, Problem, SchemaError
@@ -177,7 +178,6 @@ class RelationalSynthesizer:
         synth = object.__new__(type(self))
         synth.__dict__.update(state)
         path = Path(path)
-        from relviz import __version__
         with path.open("wb") as f:
             pickle.dump({"relviz": __version__, "release": release, "synthesizer": synth}, f,
                         protocol=pickle.HIGHEST_PROTOCOL)
@@ -198,7 +198,6 @@ class RelationalSynthesizer:
             data = pickle.load(f)  # noqa: S301 - documented: only trusted files
         if not (isinstance(data, dict) and isinstance(data.get("synthesizer"), cls)):
             raise TypeError(f"{path} holds no {cls.__name__} written by save()")
-        from relviz import __version__
         if data.get("relviz") != __version__:
             warnings.warn(f"{path} was written by relviz {data.get('relviz')}, this is "
                           f"{__version__}: it may not load or sample correctly", UserWarning,
