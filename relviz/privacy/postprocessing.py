@@ -5,7 +5,8 @@ Why relviz writes this itself: the Euclidean projection onto a scaled simplex is
 Fig. 1), shared by the single-table and degree mechanisms. :func:`reconcile_sizes` is relviz's
 glue between independently released totals (a bounded least-squares problem handed to SciPy).
 :func:`fit_margins` is iterative proportional fitting, a loop of two numpy scalings, shared by
-PrivLava's group-size post-processing and PrivPetal's ``size_raking``.
+PrivLava's group-size post-processing and PrivPetal's ``size_raking``; :func:`fit_group_margins`
+the same with many grouped margins (PrivPetal's ``size_calibration``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["SizeFact", "fit_margins", "project_counts", "project_counts_moment", "project_monotone",
+__all__ = ["SizeFact", "fit_group_margins", "fit_margins", "project_counts", "project_counts_moment", "project_monotone",
            "reconcile_sizes"]
 
 
@@ -115,6 +116,46 @@ def fit_margins(joint: np.ndarray, rows: np.ndarray, cols: np.ndarray, iters: in
         if bound > 0 and np.max(np.abs(joint.sum(axis=1) - rows), initial=0.0) <= bound:
             break
     return joint
+
+
+def fit_group_margins(table: np.ndarray, rows: np.ndarray,
+                      margins: Sequence[tuple[np.ndarray, np.ndarray]], iters: int = 100,
+                      tol: float = 0.0) -> np.ndarray:
+    """Iterative proportional fitting (Deming & Stephan 1940, as :func:`fit_margins`) of a
+    non-negative ``(n, k)`` table to its row sums and to grouped column margins: for each
+    ``(group, target)`` of ``margins``, the sums of the table's rows in each group,
+    ``Σ_{i: group_i = g} table[i, :]``, are to be ``target[g, :]``. Each round scales every
+    margin in turn (one factor per group and column), then the rows; cells whose current sum
+    is 0 stay 0.
+
+    Args:
+        table: ``(n, k)`` non-negative (not modified).
+        rows: ``(n,)`` target row sums.
+        margins: ``(group, target)`` pairs: ``group`` ``(n,)`` int in ``[0, G)``, ``target``
+            ``(G, k)`` non-negative (the same total as ``rows`` for an exact fit).
+        iters: Most rounds.
+        tol: Stop after a round in which every margin cell was within ``tol × Σ rows`` of its
+            target before its scaling; 0: run every round.
+
+    Returns:
+        A new ``(n, k)`` float64 table.
+    """
+    t = np.array(table, dtype=np.float64)
+    rows = np.asarray(rows, dtype=np.float64)
+    marg = [(np.asarray(g, dtype=np.int64), np.asarray(m, dtype=np.float64)) for g, m in margins]
+    bound = tol * float(rows.sum())
+    for _ in range(iters):
+        worst = 0.0
+        for g, target in marg:
+            cur = np.stack([np.bincount(g, weights=t[:, j], minlength=target.shape[0])
+                            for j in range(t.shape[1])], axis=1)
+            worst = max(worst, float(np.max(np.abs(cur - target), initial=0.0)))
+            t *= np.divide(target, cur, out=np.zeros_like(target), where=cur > 0)[g]
+        row = t.sum(axis=1)
+        t *= np.divide(rows, row, out=np.zeros_like(rows), where=row > 0)[:, None]
+        if bound > 0 and worst <= bound:
+            break
+    return t
 
 
 def project_monotone(y: np.ndarray, lower: float, upper: float) -> np.ndarray:

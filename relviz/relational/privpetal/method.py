@@ -57,7 +57,7 @@ from relviz.errors import ParameterError, Problem
 from relviz.marginals import mixed_radix_codes
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import Curator
-from relviz.privacy.postprocessing import fit_margins
+from relviz.privacy.postprocessing import fit_group_margins, fit_margins
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
 from relviz.relational.privpetal.accounting import (
@@ -822,9 +822,9 @@ def calibrated_size_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, mod
     (e.g. a rare public one) multiplies on the rows' full attribute vectors, so the drawn sizes
     need not follow the model's own ``p(size | A_C)`` for any clique. Iterative proportional
     fitting of the ``(contexts, N+1)`` table ``counts·p`` to those clique margins and to the row
-    sums ``counts`` (Deming & Stephan, Ann. Math. Statist. 1940; one factor per clique cell and
-    size per round), stopped after ``iters`` rounds or once every clique margin is within
-    ``tol × rows``. Vectorised: one ``bincount`` per clique and round.
+    sums ``counts`` (:func:`relviz.privacy.postprocessing.fit_group_margins`; one factor per
+    clique cell and size per round), stopped after ``iters`` rounds or once every clique margin
+    is within ``tol × rows``.
 
     Args:
         p: ``(contexts, N+1)`` size distributions, rows summing to 1.
@@ -838,7 +838,6 @@ def calibrated_size_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, mod
     p = np.asarray(p, dtype=np.float64)
     counts = np.asarray(counts, dtype=np.float64)
     S = p.shape[1]  # noqa: N806
-    ar = np.arange(S)
     margins = []
     for c in (model.fit_tree.cliques if model.fit_tree is not None else []):
         hv = [v for v in c if v != SIZE and v in codes]
@@ -850,24 +849,10 @@ def calibrated_size_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, mod
         m = np.asarray(model.marginal([SIZE] + hv), dtype=np.float64).reshape(S, -1).T
         tot = m.sum(axis=1, keepdims=True)
         cond = np.divide(m, tot, out=np.zeros_like(m), where=tot > 0)
-        target = cond * np.bincount(gid, weights=counts, minlength=m.shape[0])[:, None]
-        margins.append((gid, target.ravel()))
+        margins.append((gid, cond * np.bincount(gid, weights=counts, minlength=m.shape[0])[:, None]))
     if not margins or counts.sum() <= 0:
         return p
-    joint = p * counts[:, None]
-    bound = tol * float(counts.sum())
-    for _ in range(iters):
-        worst = 0.0
-        for gid, target in margins:
-            flat = (gid[:, None] * S + ar).ravel()
-            cur = np.bincount(flat, weights=joint.ravel(), minlength=len(target))
-            worst = max(worst, float(np.max(np.abs(cur - target), initial=0.0)))
-            f = np.divide(target, cur, out=np.zeros_like(target), where=cur > 0)
-            joint *= f[flat].reshape(joint.shape)
-        row = joint.sum(axis=1)
-        joint *= np.divide(counts, row, out=np.zeros_like(counts), where=row > 0)[:, None]
-        if worst <= bound:
-            break
+    joint = fit_group_margins(p * counts[:, None], counts, margins, iters, tol)
     mass = joint.sum(axis=1, keepdims=True)
     ok = mass[:, 0] > 0
     out = p.copy()
