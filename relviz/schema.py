@@ -48,6 +48,13 @@ AttributeKind = Literal["categorical", "numeric", "datetime"]
 DEFAULT_BINS = 100  # uniform, 100 bins on public bounds (Chen et al., tabular DP benchmark, §5.2)
 DAY_SECONDS = 86_400.0
 
+#: Attribute-name prefixes of relviz's own model variables: PrivLava's latent group variables
+#: ``__Z1[fk]`` / ``__Z2[fk]`` (docs/methods/privlava.md); a column so named would be taken for one.
+RESERVED_PREFIXES = ("__Z1[", "__Z2[")
+#: Attribute-name suffixes of the two digits of a split attribute (``a#hi``, ``a#lo``:
+#: docs/methods/privpetal.md §3.1, PrivLava's splits).
+RESERVED_SUFFIXES = ("#hi", "#lo")
+
 
 def _to_seconds(value: Any) -> float:
     """A datetime-like value as float seconds since the Unix epoch (UTC, naive)."""
@@ -737,11 +744,21 @@ class Schema:
     def problems(self) -> list[Problem]:
         """Everything wrong with the schema that an editor may still fix (all at once).
 
-        Reports: FK cycles (a self-reference alone is allowed), public tables with an FK to a
-        private table, and an inconsistent privacy unit (entity public, private tables that do
+        Reports: attribute names of the form of relviz's own model variables
+        (:data:`RESERVED_PREFIXES`, :data:`RESERVED_SUFFIXES`), FK cycles (a self-reference
+        alone is allowed), public tables with an FK to a private table, and an inconsistent
+        privacy unit (entity public, private tables that do
         not depend on the entity, missing caps for FKs with a private parent).
         """
         out: list[Problem] = []
+        for t in self.tables:
+            for a in t.attributes:
+                if a.name.startswith(RESERVED_PREFIXES) or a.name.endswith(RESERVED_SUFFIXES):
+                    out.append(Problem(
+                        "reserved_name", f"attribute name {a.name!r} has the form relviz gives its "
+                        "own model variables (a name starting with " + " or ".join(RESERVED_PREFIXES)
+                        + ", or ending with " + " or ".join(RESERVED_SUFFIXES) + "); rename the column",
+                        t.name, a.name))
         for cycle in nx.simple_cycles(self._fk_graph()):
             path = " → ".join(reversed(cycle + [cycle[0]]))
             fks = [fk.name for fk in self.foreign_keys

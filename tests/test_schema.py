@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -84,6 +86,27 @@ def test_unit_problems() -> None:
     s2 = tiny_schema(entity="persons")  # households does not depend on persons
     assert any(p.kind == "bad_unit" and p.table == "households" for p in s2.problems())
     assert tiny_schema().problems() == []
+
+
+def test_reserved_attribute_names_are_problems() -> None:
+    """Names of the form of relviz's own model variables (PrivLava's latent ``__Z1[fk]``, a
+    split attribute's ``#hi``/``#lo`` digits) are reported, every one at once, so that no
+    column is mistaken for one; the names relviz itself makes have that form."""
+    from relviz.relational.privlava.em import Z1, Z2
+    from relviz.schema import RESERVED_PREFIXES, RESERVED_SUFFIXES
+
+    s = tiny_schema()
+    hh = s.table("households")
+    bad = replace(hh, attributes=hh.attributes + (Attribute.categorical("__Z1[x]", ["a"]),
+                                                  Attribute.categorical("income#lo", ["a"])))
+    s2 = Schema(tuple(bad if t.name == "households" else t for t in s.tables), s.foreign_keys,
+                s.privacy_unit, name="tiny")
+    found = [(p.kind, p.table, p.column) for p in s2.problems() if p.kind == "reserved_name"]
+    assert found == [("reserved_name", "households", "__Z1[x]"),
+                     ("reserved_name", "households", "income#lo")]
+    assert not [p for p in s.problems() if p.kind == "reserved_name"]
+    assert Z1("f").startswith(RESERVED_PREFIXES) and Z2("f").startswith(RESERVED_PREFIXES)
+    assert all(len(x) == 3 for x in RESERVED_SUFFIXES)
 
 
 def test_json_roundtrip(tmp_path) -> None:
