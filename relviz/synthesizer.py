@@ -115,7 +115,8 @@ class RelationalSynthesizer:
         fit_seconds_: ``{component: seconds}``.
 
     A fitted synthesizer pickles (``pickle``, ``joblib``, :meth:`save`); the ``progress``
-    callback and the cancel state are not kept (set ``progress`` again after loading).
+    callback and the cancel state are not kept (set ``progress`` again after loading), and a
+    ``backend`` object is kept by its name (sampling reads no counts).
     """
 
     def __init__(self, plan: Plan | None = None, *, random_state: int | None = None,
@@ -141,6 +142,8 @@ class RelationalSynthesizer:
         state = dict(self.__dict__)
         state.pop("_token", None)  # a lock: a loaded synthesizer starts uncancelled
         state["progress"] = None  # a live view's callback (a widget, a lambda) is not saved
+        if not isinstance(self.backend, str):  # a backend object may hold a connection: its name
+            state["backend"] = getattr(self.backend, "name", "pandas")
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -172,7 +175,7 @@ class RelationalSynthesizer:
         state = self.__getstate__()
         if release:
             self._sizes()  # fixed before the facts they came from are left out
-            state = {k: self.__dict__[k] for k in self.RELEASE_STATE if k in self.__dict__}
+            state = {k: state[k] for k in self.RELEASE_STATE if k in state}
             state.update(random_state=None, seed_=None, progress=None, _fit_codes={},
                          _reported_sizes=[])
         synth = object.__new__(type(self))

@@ -74,11 +74,16 @@ def test_pickled_synthesizer_samples_the_same_and_keeps_its_budget(method: str, 
 
 
 def test_save_and_load_the_curator_file(tmp_path: Path) -> None:
+    """The curator's file keeps everything (the seed, the read log); a count backend object
+    (DuckDB: a connection) is kept by its name."""
+    from relviz.privacy.backends import DuckDBBackend
+
     method, db, plan = FITS[0]
-    synth = RelationalSynthesizer(plan, random_state=2).fit(db)
+    synth = RelationalSynthesizer(plan, random_state=2, backend=DuckDBBackend()).fit(db)
     path = synth.save(tmp_path / "synth.pkl")
     loaded = RelationalSynthesizer.load(path)
     assert loaded.seed_ == synth.seed_ and len(loaded.curator_log_) == len(synth.curator_log_)
+    assert loaded.backend == "duckdb"
     assert _equal(loaded.sample(), synth.sample())
 
 
