@@ -73,7 +73,6 @@ CURATOR = "curator"
 """Sub-folder of ``--out`` holding what reads the real data (for the curator only)."""
 
 
-
 def _load_data(args: argparse.Namespace):  # noqa: ANN202 - Database
     from relviz import datasets
     from relviz.database import Database

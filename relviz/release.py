@@ -28,7 +28,8 @@ MODEL_FILE = "synthesizer.pkl"
 def write_release_metadata(directory: str | Path, synth: RelationalSynthesizer, *,
                            model: bool = False) -> list[Path]:
     """Write ``ledger.json``, ``plan.json``, ``schema.json`` and, with ``model``,
-    :data:`MODEL_FILE` of the fitted ``synth`` into ``directory`` (created). Returns the paths."""
+    :data:`MODEL_FILE` of the fitted ``synth`` into ``directory`` (created; without ``model``
+    an earlier run's :data:`MODEL_FILE` there is removed). Returns the paths."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     synth.accountant_.to_json(d / "ledger.json")
@@ -37,6 +38,8 @@ def write_release_metadata(directory: str | Path, synth: RelationalSynthesizer, 
     out = [d / "ledger.json", d / "plan.json", d / "schema.json"]
     if model:
         out.append(synth.save(d / MODEL_FILE, release=True))
+    elif (d / MODEL_FILE).exists():  # an earlier run's models: the folder holds one run's release
+        (d / MODEL_FILE).unlink()
     return out
 
 

@@ -76,6 +76,10 @@ def test_synth_writes_every_output(tmp_path, capsys: pytest.CaptureFixture[str])
     model = RelationalSynthesizer.load(again / "release" / "synthesizer.pkl")
     assert model.seed_ is None and not hasattr(model, "cap_report_")
     assert set(model.sample(random_state=0).table_names) == {"schools", "students"}
+    # a later run into the same folder without --save-model leaves no stale model behind
+    assert main(["synth", "--dataset", "schools", "--plan", str(release / "plan.json"), "--seed", "2",
+                 "--out", str(again), "--quiet", "--no-report"]) == 0
+    assert not (again / "release" / "synthesizer.pkl").exists()
     assert not (again / "curator" / "report.html").exists()
     assert check_output(again, report=False) == [] and check_output(again) == ["no curator/report.html"]
     # a stray curator file in release/ fails the checks
