@@ -364,6 +364,17 @@ def test_cancel_mid_run_then_launch_again(page: Lab, tmp_path) -> None:  # noqa:
     assert {f.name for f in folder.iterdir()} == {"tables", "synthetic.sqlite", "ledger.json", "plan.json",
                                                   "schema.json", "synthesizer.pkl"}
     page.screenshot("studio_run_saved", p.locator(STUDIO))
+    # a folder holding other files is refused in words and left as it was
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    p.locator(f"{RUN} .relviz-rp-save-dir input").fill(str(busy))
+    p.locator(f"{RUN} .relviz-rp-save-dir input").press("Enter")
+    p.locator(f"{RUN} .relviz-rp-save").click()
+    p.locator(f"{RUN} .relviz-rp-save-error").wait_for(timeout=60_000)
+    assert "notes.txt" in p.locator(f"{RUN} .relviz-rp-save-error").inner_text()
+    assert [f.name for f in busy.iterdir()] == ["notes.txt"]
+    page.screenshot("studio_run_save_refused", p.locator(STUDIO))
 
 
 # -- 6. the stakeholder demo under Voila ------------------------------------------------------------------

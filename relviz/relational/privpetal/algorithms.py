@@ -410,7 +410,10 @@ class _Run:
         return full * self._rarest[key]
 
     def _scarcity(self, hv: tuple) -> float:
-        """``1 / (c · p_min)`` over the public table's cells of ``hv`` (see :meth:`cells_useful`)."""
+        """``1 / (c · p_min)`` over the public table's cells of ``hv`` (see :meth:`cells_useful`);
+        a single variable's is kept in ``_rarest`` (it is its own one-variable entry there)."""
+        if len(hv) == 1 and hv in self._rarest:
+            return self._rarest[hv]
         c = public_counts(self.public_hcodes, hv, {v: self.vdom(v) for v in hv})
         nz = c[c > 0]
         return float(nz.sum()) / (float(nz.min()) * nz.size)
