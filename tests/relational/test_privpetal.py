@@ -1362,6 +1362,32 @@ def test_per_fk_parameters_and_cancel() -> None:
     assert 0 < spent <= Fraction(synth.accountant_.rho_total)
 
 
+def test_an_edge_without_parameters_runs_on_the_defaults_not_the_first_edge_s() -> None:
+    """Parameters set on the plan's first edge configure that FK only: another edge without any
+    keeps the defaults (its noise scales and its Algorithm 1 parameters), while the table
+    encodings (``splits``) are shared. Until stop 47 the second edge inherited the first's
+    (docs/methods/privpetal.md §6.14)."""
+    from relviz.relational.privpetal.method import PrivPetal
+
+    db = shop_db(n_orders=60)
+    plan = Plan.default(db.schema, 4.0, 1e-6, method="privpetal")
+    first, second = (e.name for e in plan.edges[:2])
+    assert plan.components[0].name == first
+    base = {r.name: r.sigmas for r in plan.noise_preview(db.schema)}
+    edited = plan.with_params(first, preset="ri-census", lam=0.25, merge_from=1,
+                              splits={"stores.region": 0})
+    new = {r.name: r.sigmas for r in edited.noise_preview(db.schema)}
+    assert new[first] != base[first] and new[second] == base[second]
+    owner = PrivPetal(**edited.component_of_method("privpetal").params)
+    comp = {c.name: c for c in edited.components}
+    own, other = owner.for_component(comp[first]), owner.for_component(comp[second])
+    assert (own.lam, own.merge_from, own.preset) == (0.25, 1, "ri-census")
+    defaults = PrivPetal()
+    assert other.params() == defaults.params()
+    assert (other.lam, other.merge_from, other.preset) == (defaults.lam, None, defaults.preset)
+    assert other.splits == own.splits == {"stores.region": 0}
+
+
 def test_private_rows_read_only_through_the_measurement_module(monkeypatch: pytest.MonkeyPatch) -> None:
     """C5, end to end: during a PrivPetal fit and sample, private rows and links are read only by
     relviz.privacy.measure (the curator), never by the method's own modules."""

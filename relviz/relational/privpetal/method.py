@@ -349,12 +349,16 @@ class PrivPetal(Params):
             object.__setattr__(self, "splits", dict(self.splits))
 
     def for_component(self, component: Any) -> PrivPetal:
-        """The configuration of one FK: that edge's own parameters (``Plan.with_params``), with
-        the table encodings (``split_above``, ``splits``, ``public_context``), which every FK of a table must
-        share, taken from this (the plan's first edge's) configuration."""
-        params = dict(getattr(component, "params", {}) or {})
-        if not params:
+        """The configuration of one FK: that edge's own parameters (``Plan.with_params``; an edge
+        without any runs on the defaults), with the table encodings (``split_above``, ``splits``,
+        ``public_context``), which every FK of a table must share, taken from this (the plan's
+        first edge's) configuration. ``component`` None: this configuration.
+
+        An edge never inherits another edge's Algorithm 1 parameters: until stop 47 an edge
+        without parameters ran on the first edge's (docs/methods/privpetal.md §6.14)."""
+        if component is None:
             return self
+        params = dict(getattr(component, "params", {}) or {})
         params.update(split_above=self.split_above, splits=self.splits,
                       public_context=self.public_context)
         return type(self)(**params)
