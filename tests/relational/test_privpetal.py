@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -1807,8 +1808,8 @@ def test_gate_parameter_and_noise_preview() -> None:
     fk = Plan.default(db.schema, 1.0, 1e-6, method="privpetal").edges[0]
     keys = list(PrivPetal().noise_scales(db.schema, fk, Fraction(1, 10), multipliers=multipliers(db.schema)))
     assert any(k.startswith("Alg. 5 (3)") and "at most" in k for k in keys)
-    keys = list(PrivPetal(inter_z=None).noise_scales(db.schema, fk, Fraction(1, 10),
-                                                     multipliers=multipliers(db.schema)))
+    keys = list(PrivPetal().noise_scales(db.schema, replace(fk, params={"inter_z": None}),
+                                         Fraction(1, 10), multipliers=multipliers(db.schema)))
     assert any(k.startswith("Alg. 5 (3)") and "at most" not in k for k in keys)
 
 

@@ -291,7 +291,9 @@ class PrivPetal(Params):
             rows' full attribute vectors; this undoes that. Default False.
 
     Every parameter but ``split_above``, ``splits`` and ``public_context`` may differ per FK: an edge's own
-    parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run (:meth:`for_component`).
+    parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run, and an edge without
+    any runs on the defaults (:meth:`for_component`); the three encoding parameters come from the
+    plan's first edge.
     """
 
     name: ClassVar[str] = "privpetal"
