@@ -49,7 +49,9 @@ def write_release(directory: str | Path, synth: RelationalSynthesizer, synthetic
 
     Args:
         directory: The folder (created). It must be empty or hold only release files (those
-            are replaced): other files are never overwritten or mixed with a release.
+            are replaced, and an earlier release's ``tables/<table>.parquet`` of a table not in
+            ``synthetic`` is removed): other files are never overwritten or mixed with a
+            release.
         synth: The fitted :class:`~relviz.synthesizer.RelationalSynthesizer`.
         synthetic: A database it sampled (``synth.sample()``; the Studio's ``run.result``).
         model: Add :data:`MODEL_FILE`.
@@ -58,7 +60,8 @@ def write_release(directory: str | Path, synth: RelationalSynthesizer, synthetic
         The paths written (``tables`` as one folder).
 
     Raises:
-        FileExistsError: ``directory`` holds files that are not release files (nothing written).
+        FileExistsError: ``directory`` (or its ``tables`` folder) holds files that are not
+            release files (nothing written).
         NotFittedError: ``synth`` is not fitted.
     """
     from relviz.errors import NotFittedError
@@ -66,12 +69,22 @@ def write_release(directory: str | Path, synth: RelationalSynthesizer, synthetic
     if not getattr(synth, "fitted_", False):
         raise NotFittedError("fit the synthesizer before writing its release")
     d = Path(directory)
+    stale: list[Path] = []
     if d.exists():
         other = sorted(p.name for p in d.iterdir() if p.name not in RELEASE_FILES + (MODEL_FILE,))
+        if (d / "tables").is_dir():  # an earlier release's tables: Parquet files only
+            current = {f"{t}.parquet" for t in synthetic.table_names}
+            for p in sorted((d / "tables").iterdir()):
+                if not (p.is_file() and p.suffix == ".parquet"):
+                    other.append(f"tables/{p.name}")
+                elif p.name not in current:
+                    stale.append(p)
         if other:
             raise FileExistsError(f"{d} holds files that are not part of a release "
                                   f"({', '.join(other[:5])}); choose an empty folder")
     d.mkdir(parents=True, exist_ok=True)
+    for p in stale:  # tables of an earlier release that this database does not have
+        p.unlink()
     synthetic.to_parquet(d / "tables")
     synthetic.to_sqlite(d / "synthetic.sqlite")
     return [d / "tables", d / "synthetic.sqlite"] + write_release_metadata(d, synth, model=model)

@@ -127,3 +127,28 @@ def test_save_before_fit_and_load_of_other_files(tmp_path: Path) -> None:
     old.write_bytes(pickle.dumps({"relviz": "0.0.0", "release": False, "synthesizer": synth}))
     with pytest.warns(UserWarning, match="written by relviz 0.0.0"):
         assert RelationalSynthesizer.load(old).fitted_
+
+
+def test_release_folder_drops_an_earlier_release_s_other_tables(tmp_path: Path) -> None:
+    """``write_release`` into a folder holding an earlier release: a ``tables/<t>.parquet`` of a
+    table this database does not have is removed (the folder holds one release), while a
+    non-Parquet file under ``tables/`` is refused with nothing written."""
+    import pandas as pd
+
+    from relviz.release import write_release
+
+    _, db, plan = FITS[0]
+    synth = RelationalSynthesizer(plan, random_state=0).fit(db)
+    syn = synth.sample()
+    out = tmp_path / "release"
+    (out / "tables").mkdir(parents=True)
+    pd.DataFrame({"x": [1, 2]}).to_parquet(out / "tables" / "gone.parquet")
+    write_release(out, synth, syn)
+    assert sorted(p.name for p in (out / "tables").iterdir()) == sorted(
+        f"{t}.parquet" for t in syn.table_names)
+    other = tmp_path / "other"
+    (other / "tables").mkdir(parents=True)
+    (other / "tables" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="tables/notes.txt"):
+        write_release(other, synth, syn)
+    assert sorted(p.name for p in other.rglob("*")) == ["notes.txt", "tables"]
