@@ -416,7 +416,10 @@ class _Run:
             return self._rarest[hv]
         c = public_counts(self.public_hcodes, hv, {v: self.vdom(v) for v in hv})
         nz = c[c > 0]
-        return float(nz.sum()) / (float(nz.min()) * nz.size)
+        r = float(nz.sum()) / (float(nz.min()) * nz.size)
+        if len(hv) == 1:
+            self._rarest[hv] = r
+        return r
 
     def name(self, key: Key) -> str:
         return key_name(key, self.hnames, self.inames)
