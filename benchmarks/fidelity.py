@@ -205,7 +205,10 @@ SETUPS = ("relviz", "authors", "authors-public-fks", "authors-generic", "public-
 (docs/methods/privpetal.md §6.10): ``authors-public-fks``, the entries of the FKs to public
 parents only (and the modelled FKs); ``authors-generic``, the rest (the ``"*"`` entry and the FKs
 to private parents); ``public-fks-guarded``, ``authors-public-fks`` with :data:`PUBLIC_GUARDS` on
-the FKs to public parents (docs/methods/privpetal.md §6.12)."""
+the FKs to public parents (docs/methods/privpetal.md §6.12). Runs of ``authors-public-fks`` and
+``public-fks-guarded`` made before commit ``2911a04`` differ from later ones: PrivPetal then ran
+``lineitem → orders`` (no entry of its own) on ``orders → customer``'s entry, not on the defaults
+(docs/methods/privpetal.md §6.14)."""
 PUBLIC_GUARDS = {"public_usefulness": True, "slice_lam": 1.0, "public_margins": True,
                  "size_calibration": True}
 """``--setup public-fks-guarded``: PrivPetal's options that keep a low λ on an FK to a public
