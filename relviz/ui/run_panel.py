@@ -166,9 +166,14 @@ class RunPanel(W.VBox):
         self._save_dir = W.Text(value="release", description="folder", layout=W.Layout(width="260px"),
                                 style={"description_width": "initial"})
         self._save_dir.add_class("relviz-rp-save-dir")
+        self._save_model = W.Checkbox(value=True, description="with the fitted models", indent=False,
+                                      tooltip="add synthesizer.pkl: the fitted models without the noise "
+                                      "seed, so that others can sample more (unticked: tables, ledger, "
+                                      "plan and schema only)", layout=W.Layout(width="auto"))
+        self._save_model.add_class("relviz-rp-save-model")
         self._save = W.Button(description="Save release", icon="save", disabled=True,
                               tooltip="write the synthetic tables (Parquet, SQLite), the ledger, plan, "
-                              "schema and fitted models: the release, safe to share",
+                              "schema and, if ticked, the fitted models: the release, safe to share",
                               layout=W.Layout(width="auto"))
         self._save.add_class("relviz-rp-save")
         self._save.on_click(lambda _: self._click_save())
@@ -179,7 +184,7 @@ class RunPanel(W.VBox):
         return [self._title,
                 W.HBox([self._launch, self._cancel, self._status], layout=W.Layout(align_items="center")),
                 self._blocked, self._progress, self._ledger, self._message, self._result,
-                W.HBox([self._save_dir, self._save, self._save_msg],
+                W.HBox([self._save_dir, self._save_model, self._save, self._save_msg],
                        layout=W.Layout(align_items="center", flex_flow="row wrap")),
                 self._session_html,
                 W.HBox([self._cap_eps, self._cap_delta, self._cap_set, self._cap_msg],
@@ -243,7 +248,7 @@ class RunPanel(W.VBox):
     def _click_save(self) -> None:
         folder = Path(self._save_dir.value.strip() or "release").expanduser()
         try:
-            paths = self.save_release(folder)
+            paths = self.save_release(folder, model=self._save_model.value)
         except (RuntimeError, OSError) as e:
             self._save_msg.value = ("<span class='relviz-rp-save-error' style='color:var(--jp-error-color1,"
                                     f"#d32f2f)'>Not saved: {html.escape(str(e))}</span>")

@@ -72,7 +72,8 @@ def test_run_panel_shows_failures(tiny_db: Database) -> None:
 def test_run_panel_saves_the_release(tiny_db: Database, tmp_path) -> None:  # noqa: ANN001
     """*Save release* is disabled until a run is done, then writes the release folder (the CLI's
     ``release/``: tables, SQLite with no orphan, ledger = plan, the models without the seed),
-    refuses a folder holding other files (writing nothing) and says so in the panel."""
+    refuses a folder holding other files (writing nothing) and says so in the panel; unticked,
+    "with the fitted models" leaves the models out."""
     pytest.importorskip("ipywidgets")
     import json
     import sqlite3
@@ -101,6 +102,13 @@ def test_run_panel_saves_the_release(tiny_db: Database, tmp_path) -> None:  # no
     finally:
         con.close()
     assert RelationalSynthesizer.load(out / "synthesizer.pkl").seed_ is None
+    # unticking "with the fitted models" saves the same release without them: the earlier
+    # synthesizer.pkl goes too, so the folder never pairs these tables with another run's models
+    panel._save_model.value = False
+    panel._save.click()
+    assert "relviz-rp-saved" in panel._save_msg.value and "synthesizer.pkl" not in panel._save_msg.value
+    assert {p.name for p in out.iterdir()} == {"tables", "synthetic.sqlite", "ledger.json", "plan.json",
+                                               "schema.json"}
     # a folder with other files is refused, untouched, and the panel says why
     busy = tmp_path / "busy"
     busy.mkdir()

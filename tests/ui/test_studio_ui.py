@@ -375,6 +375,15 @@ def test_cancel_mid_run_then_launch_again(page: Lab, tmp_path) -> None:  # noqa:
     assert "notes.txt" in p.locator(f"{RUN} .relviz-rp-save-error").inner_text()
     assert [f.name for f in busy.iterdir()] == ["notes.txt"]
     page.screenshot("studio_run_save_refused", p.locator(STUDIO))
+    # unticked "with the fitted models": the same folder again, now without synthesizer.pkl
+    p.locator(f"{RUN} .relviz-rp-save-model input").uncheck()
+    p.locator(f"{RUN} .relviz-rp-save-dir input").fill(str(folder))
+    p.locator(f"{RUN} .relviz-rp-save-dir input").press("Enter")
+    p.locator(f"{RUN} .relviz-rp-save").click()
+    p.locator(f"{RUN} .relviz-rp-saved").wait_for(timeout=60_000)
+    assert {f.name for f in folder.iterdir()} == {"tables", "synthetic.sqlite", "ledger.json", "plan.json",
+                                                  "schema.json"}
+    page.screenshot("studio_run_saved_without_models", p.locator(STUDIO))
 
 
 # -- 6. the stakeholder demo under Voila ------------------------------------------------------------------
