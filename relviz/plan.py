@@ -699,11 +699,37 @@ class Plan:
                                    "relations; model the link table's FKs with it instead", c.table))
             elif c.kind == "table" and c.name in schema.table_names:
                 out += _method_problems(c, table_class, "unknown_mechanism", schema.table(c.name))
+        out += self._ignored_parameters(name, getattr(cls, "shared_params", None))
         try:
             method = get_database_class(name)(**self.component_of_method(name).params)
         except (TypeError, ValueError) as e:
             return out + [Problem("bad_parameter", f"{name}: {e}")]
         return out + list(method.plan_problems(schema, self.components))
+
+    def _ignored_parameters(self, name: str, shared: tuple[str, ...] | None) -> list[Problem]:
+        """Parameters on a database method's component, other than its first, that the run
+        would ignore: the method is configured by its first component (:meth:`component_of_method`)
+        for the parameters named in ``shared`` (``None``: all of them; the method's class
+        attribute ``shared_params``, e.g. PrivPetal's table encodings). A parameter given again
+        with the first component's value is no problem."""
+        own = [c for c in self.components if c.method == name]
+        if not own:
+            return []
+        first = dict(own[0].params)
+        out: list[Problem] = []
+        for c in own[1:]:
+            differ = {k: v for k, v in dict(c.params).items()
+                      if (shared is None or k in shared) and (k not in first or first[k] != v)}
+            if differ:
+                what = "is configured once" if shared is None else \
+                    f"takes {', '.join(shared)} once"
+                out.append(Problem(
+                    "ignored_parameters",
+                    f"{name} {what} for the whole database, by its first component "
+                    f"({own[0].name}): {', '.join(f'{k}={v!r}' for k, v in differ.items())} here "
+                    f"would be ignored; set {'them' if len(differ) > 1 else 'it'} on "
+                    f"{own[0].name} (Plan.with_params)", column=c.name))
+        return out
 
     def component_of_method(self, method: str) -> Component:
         """The first component whose method is ``method`` (its params configure the method)."""

@@ -128,6 +128,33 @@ def test_missing_cap_is_a_plan_problem():
     Plan.default(schema, 1.0, 1e-6, method="privlava").validate(schema)  # no problem
 
 
+def test_parameters_on_another_edge_than_the_first_are_a_plan_problem():
+    """PrivLava takes one configuration for the whole database (the first PrivLava component's
+    parameters): parameters on another edge that differ would be ignored, so the plan check
+    says so and names where to put them; the same parameters on every edge are fine."""
+    db = _shop()
+    from dataclasses import replace
+
+    from relviz.plan import Component
+    from relviz.relational import get_database
+    caps = {fk.name: 300 for fk in db.schema.private_foreign_keys}
+    schema = replace(db.schema, privacy_unit=replace(db.schema.privacy_unit, caps=caps))
+    comps = get_database("privlava").default_components(schema, public="privlava")
+    plan = Plan(1.0, 1e-6, tuple(Component(*c) for c in comps))
+    edges = [c.name for c in plan.components if c.method == "privlava"]
+    assert len(edges) >= 2
+    assert not [p for p in plan.problems(schema) if p.kind == "ignored_parameters"]
+    same = plan
+    for e in edges:
+        same = same.with_params(e, **SMALL)
+    assert not [p for p in same.problems(schema) if p.kind == "ignored_parameters"]
+    bad = [p for p in same.with_params(edges[1], lam=2.0).problems(schema)
+           if p.kind == "ignored_parameters"]
+    assert [p.column for p in bad] == [edges[1]] and edges[0] in bad[0].message
+    with pytest.raises(PlanError, match="is configured once"):
+        plan.with_params(edges[-1], k_max=2).validate(schema)
+
+
 def test_synthetic_database_is_valid_and_public_tables_identical(shop_fit):
     db, _, _, out = shop_fit
     assert out.problems() == []  # referential integrity, keys, domains

@@ -27,6 +27,7 @@ import pytest
 
 from relviz import Plan, RelationalSynthesizer
 from relviz.database import Database
+from relviz.errors import PlanError
 from relviz.privacy.accountant import Accountant
 from relviz.privacy.budget import Budget
 from relviz.privacy.sensitivity import multipliers
@@ -1387,6 +1388,29 @@ def test_an_edge_without_parameters_runs_on_the_defaults_not_the_first_edge_s() 
     assert other.params() == defaults.params()
     assert (other.lam, other.merge_from, other.preset) == (defaults.lam, None, defaults.preset)
     assert other.splits == own.splits == {"stores.region": 0}
+
+
+def test_a_table_encoding_on_another_edge_than_the_first_is_a_plan_problem() -> None:
+    """The table encodings (``splits``, ``split_above``, ``public_context``) come from the first
+    PrivPetal edge, so a differing one on another edge would be ignored: the plan check refuses
+    it and names the first edge. Algorithm 1 parameters on another edge are that edge's own (no
+    problem), and an encoding repeated with the first edge's value is none either."""
+    db = shop_db(n_orders=60)
+    plan = Plan.default(db.schema, 4.0, 1e-6, method="privpetal")
+    first, second = (e.name for e in plan.edges[:2])
+    plan = plan.with_params(first, splits={"stores.region": 0})
+
+    def ignored(p: Plan) -> list:
+        return [x for x in p.problems(db.schema) if x.kind == "ignored_parameters"]
+
+    assert ignored(plan) == []
+    assert ignored(plan.with_params(second, lam=0.5, merge_from=2)) == []
+    assert ignored(plan.with_params(second, splits={"stores.region": 0})) == []
+    bad = ignored(plan.with_params(second, split_above=12))
+    assert [x.column for x in bad] == [second] and first in bad[0].message \
+        and "split_above=12" in bad[0].message
+    with pytest.raises(PlanError, match="would be ignored"):
+        plan.with_params(second, splits={"stores.region": 2}).validate(db.schema)
 
 
 def test_parameters_on_the_first_edge_do_not_flatten_another_edge_s_group_sizes() -> None:

@@ -298,6 +298,9 @@ class PrivPetal(Params):
 
     name: ClassVar[str] = "privpetal"
     label: ClassVar[str] = "PrivPetal (permutation relations per FK)"
+    shared_params: ClassVar[tuple[str, ...]] = ("split_above", "splits", "public_context")
+    """The table encodings, taken from the plan's first PrivPetal edge (:meth:`for_component`);
+    the other parameters are per FK. ``Plan.problems`` refuses differing encodings elsewhere."""
     gaussian_only: ClassVar[bool] = True
     linkable: ClassVar[str] = "an FK to a public parent, or one whose cap is above what it models"
     preset: str = "relviz"
