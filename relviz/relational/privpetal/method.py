@@ -364,8 +364,7 @@ class PrivPetal(Params):
         if component is None:
             return self
         params = dict(getattr(component, "params", {}) or {})
-        params.update(split_above=self.split_above, splits=self.splits,
-                      public_context=self.public_context)
+        params.update({k: getattr(self, k) for k in self.shared_params})
         return type(self)(**params)
 
     def params(self) -> Params:
