@@ -94,7 +94,10 @@ Output (``--out``, default ``benchmarks/results/fidelity/``, gitignored)
   wall time; the headline table is also printed;
 * ``figures.html`` — plotly figures of error against ε, one line per mechanism × method, one
   panel per dataset (or per query / panel), error bars ± SE, the papers' figure shape: 3-way
-  cross-table error, 1 − Quality, 1 − degree similarity, TPC-H per query, census per panel.
+  cross-table error, 1 − Quality, 1 − degree similarity, TPC-H per query, census per panel;
+* with ``--save-synthetic``, each run's synthetic database as one Parquet file per table in
+  ``synthetic/<dataset>_<mechanism>_<method>_eps<ε>_seed<seed>/`` (read it back with
+  ``Database.from_parquet_dir``), for diagnostics beside the real data.
 
 Cost (2 shared cores; measured on the development machine, --jobs 1 unless said)
 --------------------------------------------------------------------------------
@@ -500,6 +503,13 @@ def _evaluate(name: str, real, syn, opts: dict) -> list[tuple[str, str, float]]:
     return out
 
 
+def synthetic_dir(spec: dict) -> str:
+    """Folder name of a run's synthetic database under ``--save-synthetic``:
+    ``<dataset>_<mechanism>_<method>_eps<ε>_seed<seed>``."""
+    return (f"{spec['dataset']}_{spec['mechanism']}_{spec['method']}_eps{spec['epsilon']:g}"
+            f"_seed{spec['seed']}")
+
+
 def run_one(spec: dict, opts: dict) -> dict:
     """Fit, sample and evaluate one cell; never raises (a failure is recorded)."""
     from relviz.synthesizer import RelationalSynthesizer
@@ -530,6 +540,8 @@ def run_one(spec: dict, opts: dict) -> dict:
         syn = synth.sample()
         sample_s = time.perf_counter() - t
         peak = _status_mib()
+        if opts.get("save_synthetic"):
+            syn.to_parquet(Path(opts["save_synthetic"]) / synthetic_dir(spec))
         _reset_peak()
         t = time.perf_counter()
         measures = _evaluate(spec["dataset"], db, syn, opts)
@@ -594,7 +606,8 @@ def _grid(args: argparse.Namespace) -> tuple[list[dict], dict]:
             "tpch_sf": args.tpch_sf or (0.01 if args.quick else 0.1),
             "households": args.households or (1000 if args.quick else 5000),
             "census_queries": args.census_queries or (10_000 if args.paper else 2_000),
-            "setup": args.setup}
+            "setup": args.setup,
+            "save_synthetic": str(args.out / "synthetic") if args.save_synthetic else None}
     specs = [{"dataset": d, "mechanism": m, "method": me, "epsilon": e, "seed": s}
              for d in datasets for m in mechs for me in methods for e in eps
              for s in range(args.first_seed, args.first_seed + seeds)]
@@ -654,6 +667,9 @@ def main(argv: list[str] | None = None) -> None:
                     "--paper 10000)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
     ap.add_argument("--jobs", type=int, default=1, help="parallel processes (default 1)")
+    ap.add_argument("--save-synthetic", action="store_true",
+                    help="also write each run's synthetic database as Parquet under "
+                         "OUT/synthetic/<dataset>_<mechanism>_<method>_eps<ε>_seed<seed>/")
     args = ap.parse_args(argv)
     if args.quick and args.paper:
         raise SystemExit("--quick and --paper exclude each other")
