@@ -202,13 +202,16 @@ AUTHORS_MODELLED_FKS = {
 }
 """``--setup authors``: FKs to public parents the authors' runs model where the method's default
 plan links them (PrivLava's TPC-H run models both; docs/methods/privlava.md §6)."""
-SETUPS = ("relviz", "authors", "authors-public-fks", "authors-generic", "public-fks-guarded")
+SETUPS = ("relviz", "authors", "authors-public-fks", "authors-generic", "public-fks-guarded",
+          "guarded-sizes")
 """``--setup``: ``relviz`` (every method with its defaults), ``authors`` (:data:`AUTHORS_SETUP` and
 :data:`AUTHORS_MODELLED_FKS` whole), or one part of it, to tell what each part does
 (docs/methods/privpetal.md §6.10): ``authors-public-fks``, the entries of the FKs to public
 parents only (and the modelled FKs); ``authors-generic``, the rest (the ``"*"`` entry and the FKs
 to private parents); ``public-fks-guarded``, ``authors-public-fks`` with :data:`PUBLIC_GUARDS` on
-the FKs to public parents (docs/methods/privpetal.md §6.12). Runs of ``authors-public-fks`` and
+the FKs to public parents (docs/methods/privpetal.md §6.12); ``guarded-sizes``,
+``public-fks-guarded`` with :data:`PRIVATE_PARENT_GUARDS` on PrivPetal's FKs to private parents
+(docs/methods/privpetal.md §6.16). Runs of ``authors-public-fks`` and
 ``public-fks-guarded`` made before commit ``2911a04`` differ from later ones: PrivPetal then ran
 ``lineitem → orders`` (no entry of its own) on ``orders → customer``'s entry, not on the defaults
 (docs/methods/privpetal.md §6.14)."""
@@ -217,6 +220,10 @@ PUBLIC_GUARDS = {"public_usefulness": True, "slice_lam": 1.0, "public_margins": 
 """``--setup public-fks-guarded``: PrivPetal's options that keep a low λ on an FK to a public
 parent from fitting noise (docs/methods/privpetal.md §6.11–§6.12), set where
 :data:`AUTHORS_SETUP` sets that FK's own entry."""
+PRIVATE_PARENT_GUARDS = {"size_calibration": "variables"}
+"""``--setup guarded-sizes``: on PrivPetal's FKs to private parents, Algorithm 4's sizes for
+the parent rows another FK's model generated keep the household model's ``p(size | v)`` for each
+parent attribute ``v`` (docs/methods/privpetal.md §6.16)."""
 DEFAULT_EPS = (0.5, 1.0, 4.0)
 PAPER_EPS = (0.2, 0.4, 0.8, 1.6, 3.2)
 DEFAULT_MECHANISMS = ("mst",)
@@ -378,7 +385,7 @@ def _caps_for(db, spec: dict, setup: str = "relviz"):  # noqa: ANN001, ANN202
     # the default plan links uncapped FKs to public parents, except where the paper models them
     method = get_database(spec["method"])
     paper = PAPER_MODELLED_FKS.get(spec["dataset"], {}).get(spec["method"], ())
-    if setup in ("authors", "authors-public-fks", "public-fks-guarded"):
+    if setup in ("authors", "authors-public-fks", "public-fks-guarded", "guarded-sizes"):
         paper = (*paper, *AUTHORS_MODELLED_FKS.get(spec["dataset"], {}).get(spec["method"], ()))
     missing = [n for n in missing
                if n in paper or method.linked_reason(db.schema, db.schema.foreign_key(n)) is None]
@@ -403,7 +410,7 @@ def _authors_params(plan, spec: dict, setup: str = "authors", schema=None):  # n
     params = AUTHORS_SETUP.get(spec["dataset"], {}).get(spec["method"])
     if plan is None or not params or setup == "relviz":
         return plan
-    guarded = setup == "public-fks-guarded"
+    guarded = setup in ("public-fks-guarded", "guarded-sizes")
     public_part = setup == "authors-public-fks" or guarded
     star = params.get("*", {}) if not public_part else {}
     for c in plan.components:
@@ -415,6 +422,9 @@ def _authors_params(plan, spec: dict, setup: str = "authors", schema=None):  # n
         own = params.get(c.name, {}) if keep_own else {}
         if guarded and own and spec["method"] == "privpetal":
             own = {**own, **PUBLIC_GUARDS}
+        if setup == "guarded-sizes" and spec["method"] == "privpetal" and c.kind == "edge" \
+                and not to_public:
+            own = {**own, **PRIVATE_PARENT_GUARDS}
         if star or own:
             plan = plan.with_params(c.name, **star, **own)
     return plan
@@ -660,7 +670,8 @@ def main(argv: list[str] | None = None) -> None:
                          "per-dataset configuration where known (AUTHORS_SETUP, "
                          "AUTHORS_MODELLED_FKS: PrivPetal's and PrivLava's TPC-H runs); "
                          "authors-public-fks / authors-generic: one part of it; "
-                         "public-fks-guarded: authors-public-fks with PUBLIC_GUARDS (SETUPS)")
+                         "public-fks-guarded: authors-public-fks with PUBLIC_GUARDS; "
+                         "guarded-sizes: that with PRIVATE_PARENT_GUARDS (SETUPS)")
     ap.add_argument("--tpch-sf", type=float, help="TPC-H scale factor (default 0.1; --quick 0.01)")
     ap.add_argument("--households", type=int, help="census households (default 5000; --quick 1000)")
     ap.add_argument("--census-queries", type=int, help="queries per census panel (default 2000; "

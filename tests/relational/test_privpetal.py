@@ -1900,6 +1900,13 @@ def test_authors_tpch_setup_configures_every_fk() -> None:
         to_public = schema.table(schema.foreign_key(c.name).parent).public
         want = {**public.component(c.name).params, **(F.PUBLIC_GUARDS if to_public else {})}
         assert guarded.component(c.name).params == want, c.name
+    sizes = F._authors_params(base, spec, "guarded-sizes", schema)
+    assert not sizes.problems(schema)
+    for c in base.edges:
+        to_public = schema.table(schema.foreign_key(c.name).parent).public
+        want = {**guarded.component(c.name).params, **({} if to_public else F.PRIVATE_PARENT_GUARDS)}
+        assert sizes.component(c.name).params == want, c.name
+    assert sizes.component("lineitem.l_orderkey->orders").params == {"size_calibration": "variables"}
     assert F._authors_params(base, spec, "relviz", schema) is base
     for setup, sch in (("authors-generic", None), ("paper", schema)):
         with pytest.raises(ValueError, match="setup"):
@@ -2173,6 +2180,51 @@ def test_size_calibration_reproduces_the_models_clique_margins_on_the_rows() -> 
         PrivPetal(size_calibration="yes")
 
 
+def test_size_calibration_variables_keeps_each_variables_size_relation_on_another_mix() -> None:
+    """``size_calibration="variables"`` (docs §6.16): a household model with one clique
+    ``{size, h0, h1}`` fitted on rows where ``h0`` and ``h1`` agree 80 % of the time; drawn for
+    rows with the same ``h0`` and ``h1`` shares but independent (another FK's model made them),
+    Algorithm 4's ``p(size | h0, h1)`` gives another ``p(size | h0)`` than the model's (by more
+    than 2 % of the rows here), and the clique calibration alone is the identity (one clique).
+    With ``variables`` each variable's expected ``(size, h)`` histogram is the model's
+    ``p(size | h)`` times the rows with each ``h``, within 10⁻⁶ of the rows: the two targets share
+    one size histogram here (both variables keep their shares), so IPF converges to them."""
+    from relviz.errors import ParameterError
+    from relviz.relational.privpetal.method import PrivPetal, calibrated_size_probs
+
+    S, H0, H1 = npm.SIZE, ("H", 0), ("H", 1)  # noqa: N806
+    dom = {S: 3, H0: 2, H1: 2}
+    h0, h1 = np.repeat(np.arange(2), 2), np.tile(np.arange(2), 2)  # the 4 contexts
+    fitted_mix = 10_000.0 * np.array([0.4, 0.1, 0.1, 0.4])  # h0 = h1 on 80 % of the rows
+    truth = np.array([[0.7, 0.2, 0.1], [0.2, 0.3, 0.5], [0.3, 0.3, 0.4], [0.1, 0.2, 0.7]])
+    cl = [(S, H0, H1)]
+    model = mrf.Model([S, H0, H1], dom, mrf.JTree(cl, mrf.junction_tree(cl), dom), fitted_mix.sum())
+    model.add(mrf.Measurement((S, H0, H1), (fitted_mix[:, None] * truth).T.reshape(3, 2, 2)))
+    model.fit(3000, early_stop=False)
+    counts = 10_000.0 * np.full(4, 0.25)  # the rows: the same shares of h0 and of h1, independent
+    p = mrf.logits_to_probs(model.conditional_logits(S, {H0: h0, H1: h1}))
+    assert np.abs(p - truth).max() < 1e-3  # the model is the truth on its one clique
+
+    def miss(q: np.ndarray) -> float:
+        out = 0.0
+        for var, codes in ((H0, h0), (H1, h1)):
+            m = model.marginal([S, var]).T
+            want = m / m.sum(axis=1, keepdims=True) * np.bincount(codes, weights=counts, minlength=2)[:, None]
+            got = np.stack([np.bincount(codes, weights=counts * q[:, s], minlength=2) for s in range(3)], 1)
+            out = max(out, float(np.abs(got - want).max()))
+        return out
+
+    cliques = calibrated_size_probs(p, {H0: h0, H1: h1}, counts, model, iters=5000, tol=1e-9)
+    assert np.abs(cliques - p).max() < 1e-9
+    both = calibrated_size_probs(p, {H0: h0, H1: h1}, counts, model, iters=5000, tol=1e-9,
+                                 variables=True)
+    assert np.allclose(both.sum(axis=1), 1.0) and (both >= 0).all()
+    assert miss(both) < 1e-6 * counts.sum() < 2e-2 * counts.sum() < miss(p), (miss(both), miss(p))
+    assert PrivPetal(size_calibration="variables").size_calibration == "variables"
+    with pytest.raises(ParameterError, match="size_calibration"):
+        PrivPetal(size_calibration="cliques")
+
+
 def test_size_calibration_is_the_identity_with_one_clique_and_runs_in_sampling() -> None:
     """``size_calibration`` end to end on the rare-public-value toy (one household attribute, so
     ``size`` is in one fit-tree clique and Algorithm 4's conditional is already the model's
@@ -2194,3 +2246,7 @@ def test_size_calibration_is_the_identity_with_one_clique_and_runs_in_sampling()
     parent = syn.parent_index(fk)
     assert (parent >= 0).all() and (parent < len(kind)).all()
     assert np.bincount(parent, minlength=len(kind)).max() <= f.N
+    # "variables" with one household variable: its margin is the clique's, the same draw
+    synth_v, syn_v = _fit_rare(db, plan, size_calibration="variables")
+    assert synth_v.database_.fits[fk].size_calibration == "variables"
+    assert np.array_equal(syn_v.parent_index(fk), parent)

@@ -101,7 +101,7 @@ class Params:
     public_margins: bool = False
     slice_lam: float | None = None
     public_usefulness: bool = False
-    size_calibration: bool = False
+    size_calibration: bool | str = False
 
 
 #: Weight of an exact public marginal in a model loss (``public_margins``): its residual counts
@@ -327,7 +327,7 @@ class FKFit:
     n_null: float = 0.0
     imodel: Model | None = None
     size_raking: bool = False
-    size_calibration: bool = False
+    size_calibration: bool | str = False
 
 
 # -- one FK ----------------------------------------------------------------------------------------
@@ -878,7 +878,7 @@ class _Run:
                 "(docs/methods/privpetal.md §7)", UserWarning, stacklevel=2)
         return FKFit(self.fk, self.n_noisy, [SIZE] + [("H", k) for k in range(h1)], self.hdom,
                      self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
-                     p.sampling, n_null, self.imodel, bool(p.size_raking), bool(p.size_calibration))
+                     p.sampling, n_null, self.imodel, bool(p.size_raking), p.size_calibration)
 
 
 def public_counts(codes: np.ndarray, vars_: Sequence[Var], dom: dict) -> np.ndarray:
