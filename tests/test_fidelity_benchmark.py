@@ -4,8 +4,6 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-import pandas as pd
-
 
 def test_save_synthetic_writes_each_runs_database(tmp_path: Path) -> None:
     """``--save-synthetic``: the run's synthetic database is written under
@@ -27,4 +25,3 @@ def test_save_synthetic_writes_each_runs_database(tmp_path: Path) -> None:
         rows = {r["item"]: float(r["value"]) for r in csv.DictReader(f)
                 if r["measure"] == "synthetic_rows"}
     assert rows and {t: float(len(syn[t])) for t in rows} == rows
-    assert isinstance(syn[next(iter(rows))], pd.DataFrame)
