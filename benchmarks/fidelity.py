@@ -220,6 +220,8 @@ PUBLIC_GUARDS = {"public_usefulness": True, "slice_lam": 1.0, "public_margins": 
 """``--setup public-fks-guarded``: PrivPetal's options that keep a low λ on an FK to a public
 parent from fitting noise (docs/methods/privpetal.md §6.11–§6.12), set where
 :data:`AUTHORS_SETUP` sets that FK's own entry."""
+GUARDED_SETUPS = ("public-fks-guarded", "guarded-sizes")
+"""The setups that set :data:`PUBLIC_GUARDS`."""
 PRIVATE_PARENT_GUARDS = {"size_calibration": "variables"}
 """``--setup guarded-sizes``: on PrivPetal's FKs to private parents, Algorithm 4's sizes for
 the parent rows another FK's model generated keep the household model's ``p(size | v)`` for each
@@ -385,7 +387,7 @@ def _caps_for(db, spec: dict, setup: str = "relviz"):  # noqa: ANN001, ANN202
     # the default plan links uncapped FKs to public parents, except where the paper models them
     method = get_database(spec["method"])
     paper = PAPER_MODELLED_FKS.get(spec["dataset"], {}).get(spec["method"], ())
-    if setup in ("authors", "authors-public-fks", "public-fks-guarded", "guarded-sizes"):
+    if setup in ("authors", "authors-public-fks", *GUARDED_SETUPS):
         paper = (*paper, *AUTHORS_MODELLED_FKS.get(spec["dataset"], {}).get(spec["method"], ()))
     missing = [n for n in missing
                if n in paper or method.linked_reason(db.schema, db.schema.foreign_key(n)) is None]
@@ -410,7 +412,7 @@ def _authors_params(plan, spec: dict, setup: str = "authors", schema=None):  # n
     params = AUTHORS_SETUP.get(spec["dataset"], {}).get(spec["method"])
     if plan is None or not params or setup == "relviz":
         return plan
-    guarded = setup in ("public-fks-guarded", "guarded-sizes")
+    guarded = setup in GUARDED_SETUPS
     public_part = setup == "authors-public-fks" or guarded
     star = params.get("*", {}) if not public_part else {}
     for c in plan.components:

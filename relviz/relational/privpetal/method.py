@@ -815,10 +815,16 @@ def raked_size_probs(p: np.ndarray, counts: np.ndarray, n_sizes: np.ndarray, ite
     n = float(counts.sum())
     if n <= 0 or target.sum() <= 0:
         return p
-    joint = fit_margins(p * counts[:, None], counts, target * (n / target.sum()), iters, tol)
+    return _conditional_rows(
+        fit_margins(p * counts[:, None], counts, target * (n / target.sum()), iters, tol), p)
+
+
+def _conditional_rows(joint: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """Each row of the ``(contexts, N+1)`` table ``joint`` divided by its sum; a row with no
+    mass is ``fallback``'s."""
     mass = joint.sum(axis=1, keepdims=True)
     ok = mass[:, 0] > 0
-    out = p.copy()
+    out = np.array(fallback, dtype=np.float64)
     out[ok] = joint[ok] / mass[ok]
     return out
 
@@ -876,11 +882,8 @@ def calibrated_size_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, mod
         margins = [_size_margin(hv, codes, counts, model, p.shape[1]) for hv in stage]
         if not margins:
             continue
-        joint = fit_group_margins(out * counts[:, None], counts, margins, iters, tol)
-        mass = joint.sum(axis=1, keepdims=True)
-        ok = mass[:, 0] > 0
-        out = out.copy()
-        out[ok] = joint[ok] / mass[ok]
+        out = _conditional_rows(
+            fit_group_margins(out * counts[:, None], counts, margins, iters, tol), out)
     return out
 
 
