@@ -2250,3 +2250,79 @@ def test_size_calibration_is_the_identity_with_one_clique_and_runs_in_sampling()
     synth_v, syn_v = _fit_rare(db, plan, size_calibration="variables")
     assert synth_v.database_.fits[fk].size_calibration == "variables"
     assert np.array_equal(syn_v.parent_index(fk), parent)
+
+
+def test_column_calibration_keeps_each_context_variables_relation_on_another_mix() -> None:
+    """``column_calibration`` (docs §6.17): a target model with one clique ``{t, a, b}`` fitted
+    on rows where ``a`` and ``b`` agree 80 % of the time; its conditional drawn for rows with the
+    same ``a`` and ``b`` shares but independent (earlier columns drawn by other models) gives
+    another ``p(t | a)`` than the model's, by more than 2 % of the rows. ``target_pairs`` keeps
+    the model's ``p(t | v)`` (each row the normalised ``(v, t)`` marginal), and
+    :func:`calibrated_column_probs` rakes the drawn distributions to them within 10⁻⁶ of the rows
+    (the two targets share one ``t`` histogram here, so IPF converges), rows summing to 1."""
+    from relviz.errors import ParameterError
+    from relviz.relational.privpetal.algorithms import target_pairs
+    from relviz.relational.privpetal.method import PrivPetal, calibrated_column_probs
+
+    T, A, B = ("I", 1, 0), ("I", 1, 1), ("I", 1, 2)  # noqa: N806
+    dom = {T: 3, A: 2, B: 2}
+    a, b = np.repeat(np.arange(2), 2), np.tile(np.arange(2), 2)  # the 4 contexts
+    fitted_mix = 10_000.0 * np.array([0.4, 0.1, 0.1, 0.4])  # a = b on 80 % of the rows
+    truth = np.array([[0.7, 0.2, 0.1], [0.2, 0.3, 0.5], [0.3, 0.3, 0.4], [0.1, 0.2, 0.7]])
+    cl = [(T, A, B)]
+    model = mrf.Model([T, A, B], dom, mrf.JTree(cl, mrf.junction_tree(cl), dom), fitted_mix.sum())
+    model.add(mrf.Measurement((T, A, B), (fitted_mix[:, None] * truth).T.reshape(3, 2, 2)))
+    model.fit(3000, early_stop=False)
+    p = mrf.logits_to_probs(model.conditional_logits(T, {A: a, B: b}))
+    assert np.abs(p - truth).max() < 1e-3  # the model is the truth on its one clique
+    pairs = target_pairs(model, T, [T, A, B])
+    assert set(pairs) == {A, B}
+    for v in (A, B):
+        m = model.marginal([v, T])
+        assert pairs[v].shape == (2, 3)
+        assert np.allclose(pairs[v], m / m.sum(axis=1, keepdims=True))
+    counts = 10_000.0 * np.full(4, 0.25)  # the rows: a and b keep their shares, independent
+
+    def miss(q: np.ndarray) -> float:
+        out = 0.0
+        for v, codes in ((A, a), (B, b)):
+            want = pairs[v] * np.bincount(codes, weights=counts, minlength=2)[:, None]
+            got = np.stack([np.bincount(codes, weights=counts * q[:, t], minlength=2)
+                            for t in range(3)], 1)
+            out = max(out, float(np.abs(got - want).max()))
+        return out
+
+    cal = calibrated_column_probs(p, {A: a, B: b}, counts, pairs, iters=5000, tol=1e-9)
+    assert np.allclose(cal.sum(axis=1), 1.0) and (cal >= 0).all()
+    assert miss(cal) < 1e-6 * counts.sum() < 2e-2 * counts.sum() < miss(p), (miss(cal), miss(p))
+    # a variable the rows do not have is ignored; no variable at all: the input back
+    only_a = calibrated_column_probs(p, {A: a}, counts, pairs, iters=5000, tol=1e-9)
+    assert not np.allclose(only_a, p)
+    assert np.array_equal(calibrated_column_probs(p, {}, counts, pairs), p)
+    with pytest.raises(ParameterError, match="column_calibration"):
+        PrivPetal(column_calibration="yes")
+
+
+def test_column_calibration_runs_in_sampling_and_keeps_the_fks() -> None:
+    """``column_calibration=True`` end to end on the rare-public-value toy: every kept
+    conditional carries the model's ``p(target | v)`` for its context variables (rows of
+    probabilities or zeros), the fit records the option, and the sampled database keeps every
+    child's parent and at most ``N`` children per parent. The fit is the same with and without
+    the option (it acts at sampling only): the sizes, drawn before any column, are equal."""
+    db, plan, kind = _rare_public_value()
+    fk = plan.edges[0].name
+    synth, syn = _fit_rare(db, plan, column_calibration=True)
+    f = synth.database_.fits[fk]
+    assert f.column_calibration is True
+    assert any(c.pairs for c in f.conditionals)
+    for c in f.conditionals:
+        assert set(c.pairs) <= set(c.vars) - {c.target}
+        for v, m in c.pairs.items():
+            assert m.shape == (c.dom[v], c.dom[c.target])
+            assert np.all((np.abs(m.sum(axis=1) - 1) < 1e-9) | (m.sum(axis=1) == 0))
+    parent = syn.parent_index(fk)
+    assert (parent >= 0).all() and (parent < len(kind)).all()
+    assert np.bincount(parent, minlength=len(kind)).max() <= f.N
+    _, syn_off = _fit_rare(db, plan)
+    assert np.array_equal(np.bincount(syn_off.parent_index(fk), minlength=len(kind)),
+                          np.bincount(parent, minlength=len(kind)))

@@ -102,6 +102,7 @@ class Params:
     slice_lam: float | None = None
     public_usefulness: bool = False
     size_calibration: bool | str = False
+    column_calibration: bool = False
 
 
 #: Weight of an exact public marginal in a model loss (``public_margins``): its residual counts
@@ -289,6 +290,11 @@ class Conditional:
     dom: dict
     cliques: list[tuple]
     theta: list[np.ndarray]
+    pairs: dict | None = None
+    """``{v: (dom[v], dom[target]) float64}``: the model's ``p(target | v)`` for each context
+    variable ``v`` whose pair with the target lies in a clique of the model's junction trees
+    (rows of a ``v`` with no mass are 0); ``column_calibration`` rakes the drawn columns to them
+    (docs/methods/privpetal.md §6.17). None for a model pickled before they were kept."""
 
     def logits(self, codes: dict) -> np.ndarray:
         n = len(next(iter(codes.values()))) if codes else 0
@@ -328,6 +334,7 @@ class FKFit:
     imodel: Model | None = None
     size_raking: bool = False
     size_calibration: bool | str = False
+    column_calibration: bool = False
 
 
 # -- one FK ----------------------------------------------------------------------------------------
@@ -798,7 +805,7 @@ class _Run:
                 if target in c:
                     cl.append(c)
                     th.append(t)
-        return Conditional(target, lo, list(V), dom, cl, th)
+        return Conditional(target, lo, list(V), dom, cl, th, target_pairs(model, target, V))
 
     # Algorithm 1 ------------------------------------------------------------------------------
     def run(self) -> FKFit:
@@ -878,7 +885,25 @@ class _Run:
                 "(docs/methods/privpetal.md §7)", UserWarning, stacklevel=2)
         return FKFit(self.fk, self.n_noisy, [SIZE] + [("H", k) for k in range(h1)], self.hdom,
                      self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
-                     p.sampling, n_null, self.imodel, bool(p.size_raking), p.size_calibration)
+                     p.sampling, n_null, self.imodel, bool(p.size_raking), p.size_calibration,
+                     bool(p.column_calibration))
+
+
+def target_pairs(model: Model, target: Var, vars_: Sequence[Var]) -> dict:
+    """``{v: (dom[v], dom[target])}``: ``model``'s ``p(target | v)`` for each ``v`` of
+    ``vars_`` (other than the target) whose pair lies in a clique of its junction trees; a value
+    of ``v`` with no model mass gets a row of zeros. Post-processing of the fitted model."""
+    out = {}
+    for v in vars_:
+        if v == target:
+            continue
+        try:
+            m = np.asarray(model.marginal([v, target]), dtype=np.float64)
+        except ValueError:  # the pair is in no clique: the model has no direct pair margin
+            continue
+        tot = m.sum(axis=1, keepdims=True)
+        out[v] = np.divide(m, tot, out=np.zeros_like(m), where=tot > 0)
+    return out
 
 
 def public_counts(codes: np.ndarray, vars_: Sequence[Var], dom: dict) -> np.ndarray:
