@@ -2180,6 +2180,40 @@ def test_size_calibration_reproduces_the_models_clique_margins_on_the_rows() -> 
         PrivPetal(size_calibration="yes")
 
 
+def _mixed_context_toy(target, c0, c1):  # noqa: ANN001, ANN202
+    """A model with one clique ``{target, c0, c1}`` (domains 3, 2, 2) fitted on 10,000 rows where
+    ``c0 = c1`` on 80 % of them, its ``p(target | c0, c1)`` a fixed ``truth``; then the 4 contexts'
+    codes of ``c0`` and ``c1``, the model's conditional for them (checked to be ``truth``) and
+    the rows' counts when ``c0`` and ``c1`` keep their shares but are independent (another
+    model drew them). Returns ``(model, c0 codes, c1 codes, p, counts)``."""
+    dom = {target: 3, c0: 2, c1: 2}
+    x0, x1 = np.repeat(np.arange(2), 2), np.tile(np.arange(2), 2)  # the 4 contexts
+    fitted_mix = 10_000.0 * np.array([0.4, 0.1, 0.1, 0.4])  # c0 = c1 on 80 % of the rows
+    truth = np.array([[0.7, 0.2, 0.1], [0.2, 0.3, 0.5], [0.3, 0.3, 0.4], [0.1, 0.2, 0.7]])
+    cl = [(target, c0, c1)]
+    model = mrf.Model([target, c0, c1], dom, mrf.JTree(cl, mrf.junction_tree(cl), dom),
+                      fitted_mix.sum())
+    model.add(mrf.Measurement((target, c0, c1), (fitted_mix[:, None] * truth).T.reshape(3, 2, 2)))
+    model.fit(3000, early_stop=False)
+    p = mrf.logits_to_probs(model.conditional_logits(target, {c0: x0, c1: x1}))
+    assert np.abs(p - truth).max() < 1e-3  # the model is the truth on its one clique
+    return model, x0, x1, p, 10_000.0 * np.full(4, 0.25)
+
+
+def _pair_miss(q: np.ndarray, counts: np.ndarray, wanted: dict) -> float:
+    """Largest miss, in rows, of the expected ``(v, target)`` histograms of distributions ``q``
+    ``(contexts, k)`` against ``wanted[v] = (codes, joint)``: the joint ``(dom v, k)`` (model
+    counts or conditional rows) normalised per ``v`` times the rows with each ``v``."""
+    out = 0.0
+    for codes, joint in wanted.values():
+        cond = joint / joint.sum(axis=1, keepdims=True)
+        want = cond * np.bincount(codes, weights=counts, minlength=len(cond))[:, None]
+        got = np.stack([np.bincount(codes, weights=counts * q[:, t], minlength=len(cond))
+                        for t in range(q.shape[1])], 1)
+        out = max(out, float(np.abs(got - want).max()))
+    return out
+
+
 def test_size_calibration_variables_keeps_each_variables_size_relation_on_another_mix() -> None:
     """``size_calibration="variables"`` (docs §6.16): a household model with one clique
     ``{size, h0, h1}`` fitted on rows where ``h0`` and ``h1`` agree 80 % of the time; drawn for
@@ -2193,26 +2227,11 @@ def test_size_calibration_variables_keeps_each_variables_size_relation_on_anothe
     from relviz.relational.privpetal.method import PrivPetal, calibrated_size_probs
 
     S, H0, H1 = npm.SIZE, ("H", 0), ("H", 1)  # noqa: N806
-    dom = {S: 3, H0: 2, H1: 2}
-    h0, h1 = np.repeat(np.arange(2), 2), np.tile(np.arange(2), 2)  # the 4 contexts
-    fitted_mix = 10_000.0 * np.array([0.4, 0.1, 0.1, 0.4])  # h0 = h1 on 80 % of the rows
-    truth = np.array([[0.7, 0.2, 0.1], [0.2, 0.3, 0.5], [0.3, 0.3, 0.4], [0.1, 0.2, 0.7]])
-    cl = [(S, H0, H1)]
-    model = mrf.Model([S, H0, H1], dom, mrf.JTree(cl, mrf.junction_tree(cl), dom), fitted_mix.sum())
-    model.add(mrf.Measurement((S, H0, H1), (fitted_mix[:, None] * truth).T.reshape(3, 2, 2)))
-    model.fit(3000, early_stop=False)
-    counts = 10_000.0 * np.full(4, 0.25)  # the rows: the same shares of h0 and of h1, independent
-    p = mrf.logits_to_probs(model.conditional_logits(S, {H0: h0, H1: h1}))
-    assert np.abs(p - truth).max() < 1e-3  # the model is the truth on its one clique
+    model, h0, h1, p, counts = _mixed_context_toy(S, H0, H1)
 
     def miss(q: np.ndarray) -> float:
-        out = 0.0
-        for var, codes in ((H0, h0), (H1, h1)):
-            m = model.marginal([S, var]).T
-            want = m / m.sum(axis=1, keepdims=True) * np.bincount(codes, weights=counts, minlength=2)[:, None]
-            got = np.stack([np.bincount(codes, weights=counts * q[:, s], minlength=2) for s in range(3)], 1)
-            out = max(out, float(np.abs(got - want).max()))
-        return out
+        return _pair_miss(q, counts, {v: (codes, model.marginal([v, S]))
+                                      for v, codes in ((H0, h0), (H1, h1))})
 
     cliques = calibrated_size_probs(p, {H0: h0, H1: h1}, counts, model, iters=5000, tol=1e-9)
     assert np.abs(cliques - p).max() < 1e-9
@@ -2265,32 +2284,16 @@ def test_column_calibration_keeps_each_context_variables_relation_on_another_mix
     from relviz.relational.privpetal.method import PrivPetal, calibrated_column_probs
 
     T, A, B = ("I", 1, 0), ("I", 1, 1), ("I", 1, 2)  # noqa: N806
-    dom = {T: 3, A: 2, B: 2}
-    a, b = np.repeat(np.arange(2), 2), np.tile(np.arange(2), 2)  # the 4 contexts
-    fitted_mix = 10_000.0 * np.array([0.4, 0.1, 0.1, 0.4])  # a = b on 80 % of the rows
-    truth = np.array([[0.7, 0.2, 0.1], [0.2, 0.3, 0.5], [0.3, 0.3, 0.4], [0.1, 0.2, 0.7]])
-    cl = [(T, A, B)]
-    model = mrf.Model([T, A, B], dom, mrf.JTree(cl, mrf.junction_tree(cl), dom), fitted_mix.sum())
-    model.add(mrf.Measurement((T, A, B), (fitted_mix[:, None] * truth).T.reshape(3, 2, 2)))
-    model.fit(3000, early_stop=False)
-    p = mrf.logits_to_probs(model.conditional_logits(T, {A: a, B: b}))
-    assert np.abs(p - truth).max() < 1e-3  # the model is the truth on its one clique
+    model, a, b, p, counts = _mixed_context_toy(T, A, B)
     pairs = target_pairs(model, T, [T, A, B])
     assert set(pairs) == {A, B}
     for v in (A, B):
         m = model.marginal([v, T])
         assert pairs[v].shape == (2, 3)
         assert np.allclose(pairs[v], m / m.sum(axis=1, keepdims=True))
-    counts = 10_000.0 * np.full(4, 0.25)  # the rows: a and b keep their shares, independent
 
     def miss(q: np.ndarray) -> float:
-        out = 0.0
-        for v, codes in ((A, a), (B, b)):
-            want = pairs[v] * np.bincount(codes, weights=counts, minlength=2)[:, None]
-            got = np.stack([np.bincount(codes, weights=counts * q[:, t], minlength=2)
-                            for t in range(3)], 1)
-            out = max(out, float(np.abs(got - want).max()))
-        return out
+        return _pair_miss(q, counts, {v: (codes, pairs[v]) for v, codes in ((A, a), (B, b))})
 
     cal = calibrated_column_probs(p, {A: a, B: b}, counts, pairs, iters=5000, tol=1e-9)
     assert np.allclose(cal.sum(axis=1), 1.0) and (cal >= 0).all()
