@@ -294,7 +294,8 @@ class Conditional:
     """``{v: (dom[v], dom[target]) float64}``: the model's ``p(target | v)`` for each context
     variable ``v`` whose pair with the target lies in a clique of the model's junction trees
     (rows of a ``v`` with no mass are 0); ``column_calibration`` rakes the drawn columns to them
-    (docs/methods/privpetal.md §6.17). None for a model pickled before they were kept."""
+    (docs/methods/privpetal.md §6.17). None when the FK was fitted without that option (they
+    are kept only then) or pickled before it existed."""
 
     def logits(self, codes: dict) -> np.ndarray:
         n = len(next(iter(codes.values()))) if codes else 0
@@ -805,7 +806,8 @@ class _Run:
                 if target in c:
                     cl.append(c)
                     th.append(t)
-        return Conditional(target, lo, list(V), dom, cl, th, target_pairs(model, target, V))
+        pairs = target_pairs(model, target, V) if p.column_calibration else None
+        return Conditional(target, lo, list(V), dom, cl, th, pairs)
 
     # Algorithm 1 ------------------------------------------------------------------------------
     def run(self) -> FKFit:

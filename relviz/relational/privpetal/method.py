@@ -66,7 +66,7 @@ from relviz.relational.privpetal.accounting import (
     plan_fk,
     unit_problems,
 )
-from relviz.relational.privpetal.algorithms import FKFit, Params, fit_fk
+from relviz.relational.privpetal.algorithms import FKFit, Params, fit_fk, target_pairs
 from relviz.relational.privpetal.mrf import Model, draw_from_table, logits_to_probs
 from relviz.relational.privpetal.npm import SIZE, PrivateFK
 from relviz.relational.registry import (
@@ -931,16 +931,14 @@ def calibrated_size_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, mod
         return p
     cliques = [[v for v in c if v != SIZE and v in codes]
                for c in (model.fit_tree.cliques if model.fit_tree is not None else []) if SIZE in c]
-    stages = [[hv for hv in cliques if hv]]
-    if variables:
-        stages.append([[v] for v in codes if v != SIZE])
+    margins = [_size_margin(hv, codes, counts, model, p.shape[1]) for hv in cliques if hv]
     out = p
-    for stage in stages:
-        margins = [_size_margin(hv, codes, counts, model, p.shape[1]) for hv in stage]
-        if not margins:
-            continue
+    if margins:
         out = _conditional_rows(
             fit_group_margins(out * counts[:, None], counts, margins, iters, tol), out)
+    if variables:  # the single-variable margins: a column calibration with size as the target
+        pairs = target_pairs(model, SIZE, [v for v in codes if v != SIZE])
+        out = calibrated_column_probs(out, codes, counts, pairs, iters, tol)
     return out
 
 
