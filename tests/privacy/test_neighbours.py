@@ -453,8 +453,10 @@ def test_fitted_database_model_holds_releases_only_on_every_unit(case: Case, met
 
 # A large ε and a tiny λ make every candidate NPM λ-useful on databases of a few rows, so that
 # every kind of release (group sizes, R-scores, PrivMRF-sub NPMs and h-scores, inter- and
-# intra-group NPMs, Phase B h-scores and NPMs) is replayed; small iteration counts keep it fast.
-PETAL_PARAMS = dict(lam=1e-4, k=6, fit_iters=15, refit_iters=5, t1_picks=1, t1_iters=1, n_mrf=3)
+# intra-group NPMs, Phase B h-scores and NPMs, and relviz's children's one-way marginals) is
+# replayed; small iteration counts keep it fast.
+PETAL_PARAMS = dict(lam=1e-4, k=6, fit_iters=15, refit_iters=5, t1_picks=1, t1_iters=1, n_mrf=3,
+                    child_margins=True)
 
 
 def _petal_shop(nullable_depot: bool = False) -> Schema:
@@ -542,8 +544,9 @@ def test_privpetal_releases_within_declared_sensitivity(case: Case, data: st.Dat
     """Every PrivPetal release (Algorithm 1 lines 1–2, Algorithm 5, Algorithm 2 Phase B,
     Algorithm 3) stays within its declared Δ on every neighbour: removed groups (τ_r), groups
     that lose children under a public parent (τ_m), the cascade of a three-level chain, the two
-    FKs of one child, the tuple unit, and the null-children count of a nullable FK (relviz's
-    addition). The reference fit must release NPMs and h-scores (and the null count where an FK is
+    FKs of one child, the tuple unit, the null-children count of a nullable FK and the children's
+    one-way marginals (relviz's additions). The reference fit must release NPMs and h-scores, one
+    one-way marginal per child column of every modelled FK (and the null count where an FK is
     nullable), so the check is not vacuous."""
     db = data.draw(databases(case.schema, **case.draw), label="database")
     seed = data.draw(st.integers(0, 2**32 - 1), label="neighbour seed")
@@ -555,6 +558,9 @@ def test_privpetal_releases_within_declared_sensitivity(case: Case, data: st.Dat
     nullable = [fk for fk in case.schema.private_foreign_keys if fk.nullable]
     assert sum(r.label == "relviz: children with a null FK" for r in reference) == len(nullable)
     linked = {c.name for c in plan.edges if c.method != "privpetal"}
+    modelled = [fk for fk in case.schema.private_foreign_keys if fk.name not in linked]
+    assert sum(r.label.startswith("relviz: children's one-way marginal of ") for r in reference) \
+        == sum(len(case.schema.table(fk.child).attributes) for fk in modelled)
     assert linked == ({"items.depot->depots"} if "mixed" in case.id else set())
     assert all(any(r.component == n for r in reference) for n in linked)  # the linker released
     violations = []
@@ -619,6 +625,43 @@ def test_privpetal_null_count_sensitivity_is_reached(monkeypatch: pytest.MonkeyP
     violations = [v for nb in nbrs for v in compare_on_neighbour(halved, nb, plan)]
     assert any("children with a null FK" in v.what and "L2 change" in v.what for v in violations), \
         report(violations, f"privpetal null count ({which}), Δ_null halved")
+
+
+def test_privpetal_child_margins_sensitivity_is_reached(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The children's one-way marginals (relviz's ``child_margins``) on the neighbour that changes
+    them the most: removing the order whose two items (the cap) share a mode changes that cell by
+    2 = r(items) = Δ_hist; within the declared Δ, and the harness reports a violation once Δ_hist
+    is halved, so the bound is reached."""
+    import dataclasses
+
+    import pandas as pd
+
+    from relviz.database import Database
+    from relviz.relational.privpetal import method as petal_method
+    from tests.privacy.neighbours import entity_neighbours
+
+    schema = _petal_shop()
+    frames = {t.name: pd.DataFrame({"region": ["N", "S"], "climate": ["cold", "warm"]})
+              for t in schema.tables if t.public}
+    frames["orders"] = pd.DataFrame({"oid": [1, 2], "region": ["N", "S"], "prio": ["prio0", "prio1"],
+                                     "kind": ["kind0", "kind2"]})
+    frames["items"] = pd.DataFrame({"iid": [1, 2, 3], "oid": [1, 1, 2], "depot": ["N", "S", "S"],
+                                    "mode": ["mode1", "mode1", "mode2"], "qty": ["qty0", "qty1", "qty1"]})
+    db = Database(schema, frames)
+    nbrs = list(entity_neighbours(db))
+    plan = _petal_plan(schema)
+    _, reference = record_fit(db, plan)
+    rel = [r for r in reference if r.label.startswith("relviz: children's one-way marginal of ")]
+    assert len(rel) == 2 * 2 + 2 and {r.sensitivity for r in rel if "items" in r.component} == {2.0}
+    violations = [v for nb in nbrs for v in compare_on_neighbour(reference, nb, plan)]
+    assert not violations, report(violations, "privpetal child margins")
+    original = petal_method.fk_sensitivities
+    monkeypatch.setattr(petal_method, "fk_sensitivities", lambda *a, **k: dataclasses.replace(
+        original(*a, **k), hist=original(*a, **k).hist / 2))
+    _, halved = record_fit(db, plan)
+    violations = [v for nb in nbrs for v in compare_on_neighbour(halved, nb, plan)]
+    assert any("one-way marginal of mode" in v.what and "L2 change" in v.what for v in violations), \
+        report(violations, "privpetal child margins, Δ_hist halved")
 
 
 

@@ -1110,7 +1110,8 @@ def _release_kinds(p: acc.FKPlan) -> dict:
             "Alg. 5 (1)": p.hsub.rho_query,
             "Alg. 5 (2) PrivMRF-sub on {size} ∪ A_I, h-scores": p.isub.rho_hround,
             "Alg. 5 (2)": p.isub.rho_query,
-            "relviz: children with a null FK": p.rho_null}
+            "relviz: children with a null FK": p.rho_null,
+            "relviz: children's one-way marginal of ": p.rho_margin_each()}
 
 
 def _check_release_costs(p: acc.FKPlan, ledger: list) -> None:
@@ -2329,3 +2330,146 @@ def test_column_calibration_runs_in_sampling_and_keeps_the_fks() -> None:
     _, syn_off = _fit_rare(db, plan)
     assert np.array_equal(np.bincount(syn_off.parent_index(fk), minlength=len(kind)),
                           np.bincount(parent, minlength=len(kind)))
+
+
+# -- M. the children's one-way marginals (relviz's child_margins, docs §5.8) -----------------------
+
+@pytest.mark.parametrize("preset", list(acc.PRESETS))
+@pytest.mark.parametrize(("h", "a", "o", "nullable"),
+                         [(15, 17, 3, False), (6, 4, 1, True), (1, 5, 2, False), (1, 3, 1, True)])
+def test_C2_child_margins_plan_spends_exactly_the_fk_budget(preset: str, h: int, a: int, o: int,
+                                                            nullable: bool) -> None:
+    """C2 with ``child_margins``: the ``a`` one-way histograms take MARGIN_SHARE = 1/50 of the
+    FK's ρ (none when the child has no attributes), taken before [P]'s split as the null count's
+    1/50 is; the other shares are those of the remaining ρ, the plan sums exactly (Fraction) to
+    the FK's ρ, and each histogram's σ = Δ_hist·√(a/(2ρ_margins)) realises cost ρ_margins/a."""
+    rho = Fraction(3, 7)
+    sens = acc.FKSensitivity(1, 0, 1.0, 2.0)
+    plan = acc.plan_fk(rho, h=h, a=a, N=6, o=o, sens=sens, preset=preset, nullable=nullable,
+                       child_margins=True)
+    assert plan.planned() == rho and plan.rho == rho
+    assert plan.rho_margins == (rho * acc.MARGIN_SHARE if a else 0)
+    rest = rho - plan.rho_margins - plan.rho_null
+    base = acc.plan_fk(rest, h=h, a=a, N=6, o=o, sens=sens, preset=preset)
+    for name in ("rho_n", "rho_R", "rho_hsub", "rho_isub", "rho_inter", "rho_intra", "rho_target"):
+        assert getattr(plan, name) == getattr(base, name), name
+    assert plan.rho_margin_each() * a == plan.rho_margins
+    assert (2.0 / plan.sigma_margins) ** 2 / 2 == pytest.approx(float(plan.rho_margin_each()),
+                                                                rel=1e-12)
+    bare = acc.plan_fk(rho, h=h, a=0, N=6, o=o, sens=sens, preset=preset, child_margins=True)
+    assert bare.rho_margins == 0 and math.isinf(bare.sigma_margins)
+
+
+def test_child_margins_sensitivity_is_the_child_tables_histogram_multiplier() -> None:
+    """Δ_hist of an FK is the child table's histogram multiplier: under the households entity a
+    removed household removes up to N = 4 persons (all may fall in one cell: 4); under the tuple
+    unit one row changes its values (√2)."""
+    schema = household_schema()
+    mult = multipliers(schema)
+    for fk in schema.private_foreign_keys:
+        assert acc.fk_sensitivities(schema, mult, fk).hist == mult.table_histogram(fk.child)
+    persons = schema.foreign_key("persons.hid->households")
+    assert acc.fk_sensitivities(schema, mult, persons).hist == 4.0
+    tup = schema.with_privacy_unit(PrivacyUnit(None, dict(schema.privacy_unit.caps), neighbour="tuple"))
+    assert acc.fk_sensitivities(tup, multipliers(tup), persons).hist == math.sqrt(2.0)
+
+
+@pytest.fixture(scope="module")
+def margins_fit():
+    """The rare-public-value toy fitted with ``child_margins=True`` (ε 0.2, λ 0.2)."""
+    db, plan, kind = _rare_public_value()
+    synth, syn = _fit_rare(db, plan, child_margins=True)
+    return db, plan, kind, synth, syn
+
+
+def test_child_margins_release_ledger_and_noise_scales(margins_fit) -> None:  # noqa: ANN001
+    """One release per child column, labelled "relviz: children's one-way marginal of <column>",
+    each at ρ_margins/a with the declared Δ_hist and the σ the Budget panel shows (noise_scales);
+    every other release costs its planned ρ on the remaining 49/50; the plan sums to the FK's ρ
+    and the ledger stays within it."""
+    from relviz.errors import ParameterError
+    from relviz.relational.privpetal.method import PrivPetal
+
+    db, plan, _, synth, _ = margins_fit
+    fk = plan.edges[0].name
+    rho = Fraction(plan.rho_of(fk))
+    method = synth.database_.method
+    mult = multipliers(db.schema)
+    p, _, ienc = method.for_component(plan.with_params(fk, child_margins=True).edges[0])._fk_plan(
+        db.schema, db.schema.foreign_key(fk), rho, mult)
+    assert p.planned() == rho and p.rho_margins == rho / 50
+    rel = [e for e in synth.ledger_ if e.label.startswith("relviz: children's one-way marginal")]
+    assert [e.label.rsplit(" ", 1)[1] for e in rel] == list(ienc.names) == ["qty"]
+    for e in rel:
+        assert e.rho == p.rho_margin_each() and e.sensitivity == p.sens.hist == 1.0
+        assert e.sigma == pytest.approx(p.sigma_margins, rel=1e-9)
+    comp = next(c for c in plan.with_params(fk, child_margins=True).edges if c.name == fk)
+    scales = method.noise_scales(db.schema, comp, rho, multipliers=mult)
+    assert scales["relviz: children's one-way marginals σ (each of 1)"] == pytest.approx(p.sigma_margins)
+    _check_release_costs(p, [e for e in synth.ledger_ if e.component == fk])
+    assert synth.accountant_.spent(fk) <= rho
+    f = synth.database_.fits[fk]
+    assert len(f.margins) == 1 and f.margins[0].shape == (4,) and (f.margins[0] >= 0).all()
+    off = method.noise_scales(db.schema, plan.edges[0], rho, multipliers=mult)
+    assert not any("one-way" in k for k in off)
+    with pytest.raises(ParameterError, match="child_margins"):
+        PrivPetal(child_margins="yes")
+
+
+def test_child_margins_rake_the_drawn_children_to_the_released_histogram(margins_fit) -> None:  # noqa: ANN001
+    """Sampling follows the released histogram whatever the model says: with the fit's released
+    histogram replaced by one far from the data (shares .55/.05/.10/.30; the real .25 each
+    within ±.03), the synthetic children's histogram is within 0.01 of it in total variation (the
+    raked expectation is exact to the IPF tolerance, 10⁻⁶; the rounded draws err by less than one
+    child per context and value, about 40 contexts × 4 values × 2 slots of rounding over ~3,000
+    children would allow 0.05 at worst, and the errors cancel), and the sizes, drawn before any
+    column, are unchanged. Without the margins the histogram stays near the data (≥ 0.2 away)."""
+    db, plan, kind, synth, syn = margins_fit
+    fk = plan.edges[0].name
+    f = synth.database_.fits[fk]
+    saved = f.margins
+    want = np.array([0.55, 0.05, 0.10, 0.30])
+    try:
+        f.margins = [want * 3000.0]
+        forced = synth.sample(random_state=3)
+        f.margins = None
+        plain = synth.sample(random_state=3)
+    finally:
+        f.margins = saved
+    for d, lo, hi in ((forced, 0.0, 0.01), (plain, 0.2, 1.0)):
+        h = np.bincount(d["items"]["qty"].to_numpy().astype(int), minlength=4) / len(d["items"])
+        assert lo <= 0.5 * np.abs(h - want).sum() <= hi, h
+    assert np.array_equal(np.bincount(forced.parent_index(fk), minlength=len(kind)),
+                          np.bincount(plain.parent_index(fk), minlength=len(kind)))
+
+
+def test_slot_margin_targets_keep_each_group_sizes_distribution() -> None:
+    """``_margin_by_size`` rakes the model's ``p(column | size)`` so that over the drawn groups'
+    children (``s·n_s`` of size ``s``) the histogram is the released one, keeping each size's
+    zeros (a value a size never has stays impossible there, as a line number above the group
+    size); ``slot_margin_targets`` over the slots of those groups adds up to that histogram, and
+    the slot of the largest groups only sees their distribution. Without a model of one
+    individual every size gets the same distribution."""
+    from types import SimpleNamespace
+
+    from relviz.relational.privpetal.method import _margin_by_size, slot_margin_targets
+
+    N = 3  # noqa: N806
+    # the model's p(v | s) for s = 1, 2, 3: value v ≤ s ("line number"), uniform among them
+    joint = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]]) * [[50], [30], [20]]
+    model = SimpleNamespace(marginal=lambda vars_: joint if len(vars_) == 2 else joint.sum(0))
+    size = np.repeat([0, 1, 2, 3], [5, 50, 30, 20])
+    target = np.array([120.0, 60.0, 10.0])
+    f = SimpleNamespace(margins=[target], N=N, imodel=model)
+    p = _margin_by_size(f, size)[0]
+    assert p.shape == (N + 1, 3)
+    np.testing.assert_allclose(p[1:].sum(axis=1), 1.0)
+    assert p[1, 1] == p[1, 2] == p[2, 2] == 0.0
+    kids = np.arange(N + 1) * np.bincount(size, minlength=N + 1)
+    got = kids @ p
+    np.testing.assert_allclose(got / got.sum(), target / target.sum(), atol=1e-6)
+    slots = [slot_margin_targets(p, size[size >= j]) for j in range(1, N + 1)]
+    np.testing.assert_allclose(sum(slots), got, rtol=1e-12)
+    np.testing.assert_allclose(slots[2] / slots[2].sum(), p[3])
+    flat = _margin_by_size(SimpleNamespace(margins=[target], N=N, imodel=None), size)[0]
+    np.testing.assert_allclose(flat[1:], np.tile(target / target.sum(), (N, 1)), atol=1e-9)

@@ -50,6 +50,15 @@ in no statistic above. One extra Gaussian release gives the number of such child
 :data:`NULL_SHARE` of the FK's ρ taken before the split (so the plan still sums to the FK's ρ);
 its sensitivity ``Δ_null`` (:attr:`FKSensitivity.null`) is derived in :func:`fk_sensitivities`.
 
+**Children's one-way marginals (relviz's addition, not in [P]; docs §5.8).** With
+``child_margins`` the FK also releases, for each modelled child column, the histogram of the
+children in groups over that column, from a :data:`MARGIN_SHARE` of the FK's ρ taken before the
+split. Each child row adds 1 to one cell of each histogram, so its sensitivity is the child
+table's histogram multiplier (:meth:`~relviz.privacy.sensitivity.Multipliers.table_histogram`:
+``r + √2·m`` rows removed / changed under the entity unit, ``√2`` under the tuple unit), not the
+NPMs' per-group one: an NPM gives a group mass 1 spread over its members, so its one-way
+margins carry the noise of each slice times the group size.
+
 A bare ``docs §N`` below is docs/methods/privpetal.md §N.
 """
 
@@ -65,7 +74,7 @@ from relviz.errors import Problem
 from relviz.privacy.sensitivity import Multipliers
 from relviz.schema import ForeignKey, Schema
 
-__all__ = ["Preset", "PRESETS", "NULL_SHARE", "FKSensitivity", "fk_sensitivities", "unit_problems",
+__all__ = ["Preset", "PRESETS", "NULL_SHARE", "MARGIN_SHARE", "FKSensitivity", "fk_sensitivities", "unit_problems",
            "q_rscores", "FKPlan", "plan_fk", "sub_plan", "schedule", "gamma_star", "budget_B",
            "epsilon_star", "gaussian_delta", "MEAN_ABS", "usefulness_limit"]
 
@@ -75,6 +84,10 @@ MEAN_ABS = math.sqrt(2.0 / math.pi)
 NULL_SHARE = Fraction(1, 50)
 """Share of a nullable FK's ρ spent on the number of children with a null FK (relviz's
 addition, as relviz's PrivLava; docs/methods/privpetal.md §5.4); the rest is split as [P] §5."""
+
+MARGIN_SHARE = Fraction(1, 50)
+"""Share of an FK's ρ spent on the children's one-way marginals when ``child_margins`` is on
+(relviz's addition, docs/methods/privpetal.md §5.8), taken before [P] §5's split."""
 
 
 @dataclass(frozen=True)
@@ -138,11 +151,14 @@ class FKSensitivity:
         r: Sensitivity of one R-score, ``2·Δ*``.
         null: Sensitivity of the number of children with a null FK (a nullable FK only;
             relviz's addition, derived in :func:`fk_sensitivities`).
+        hist: L2 sensitivity of one histogram of the children over one column
+            (``child_margins``; relviz's addition): the child table's histogram multiplier.
     """
 
     tau_r: int
     tau_m: int
     null: float = 1.0
+    hist: float = math.sqrt(2.0)
 
     @property
     def star(self) -> int:
@@ -188,7 +204,7 @@ def fk_sensitivities(schema: Schema, mult: Multipliers, fk: ForeignKey) -> FKSen
     if mult.tuple_unit:
         # null count: one row of the child changes its own FK between null and a parent (±1); a
         # row of the parent changes its values only, which no child's FK follows
-        return FKSensitivity(0, 2, 1.0)
+        return FKSensitivity(0, 2, 1.0, mult.table_histogram(fk.child))
     tau_r, tau_m = int(mult.g_rem[fk.name]), int(mult.x[fk.name])
     # null count, Δ_null = max(1, τ_m): under the entity unit a surviving child never changes its
     # FK, so the count changes only by removed children whose FK is null. Such a child is not
@@ -198,7 +214,9 @@ def fk_sensitivities(schema: Schema, mult: Multipliers, fk: ForeignKey) -> FKSen
     # for a public parent x(e) = r(child) bounds every removed child). Never below 1, so the
     # release always has noise (a valid bound: when x(e) = 0 and the child is not the entity, the
     # count never changes).
-    return FKSensitivity(tau_r, tau_m, float(max(1, tau_m)))
+    # children's one-way histograms: each child row is in one cell of each, so the child table's
+    # histogram multiplier (rows removed, rows whose values change) bounds them
+    return FKSensitivity(tau_r, tau_m, float(max(1, tau_m)), mult.table_histogram(fk.child))
 
 
 # -- planning ------------------------------------------------------------------------------------
@@ -283,6 +301,8 @@ class FKPlan:
         q_R: Number of base R-scores.
         rho_null: ρ of the null-children count (a nullable FK: ``NULL_SHARE·ρ``, taken before
             the split above; relviz's addition), else 0.
+        rho_margins: ρ of the children's ``a`` one-way marginals together (``child_margins``:
+            ``MARGIN_SHARE·ρ``, taken before the split above; relviz's addition), else 0.
     """
 
     rho: Fraction
@@ -303,6 +323,7 @@ class FKPlan:
     rho_target: Fraction
     q_R: int  # noqa: N815
     rho_null: Fraction = Fraction(0)
+    rho_margins: Fraction = Fraction(0)
     hsub: SubPlan = field(repr=False, default=None)  # type: ignore[assignment]
     isub: SubPlan = field(repr=False, default=None)  # type: ignore[assignment]
 
@@ -340,6 +361,15 @@ class FKPlan:
         """σ of the null-children count (∞ for a non-nullable FK)."""
         return _sigma(self.sens.null, 1, self.rho_null) if self.rho_null else math.inf
 
+    @property
+    def sigma_margins(self) -> float:
+        """σ of each of the ``a`` one-way histograms of the children (∞ without them)."""
+        return _sigma(self.sens.hist, self.a, self.rho_margins) if self.rho_margins else math.inf
+
+    def rho_margin_each(self) -> Fraction:
+        """ρ of one child column's one-way histogram."""
+        return self.rho_margins / self.a if self.rho_margins else Fraction(0)
+
     def sigma_h(self, k: int) -> float:
         """σ of each of ``k`` h-scores of one refining round (T2 rounds per target)."""
         if not self.J:
@@ -362,16 +392,18 @@ class FKPlan:
 
     def planned(self) -> Fraction:
         """Planned ρ of the whole run (equals ``rho`` exactly; docs §4, test C2)."""
-        return (self.rho_null + self.rho_n + self.rho_R + self.rho_hsub + self.rho_isub
+        return (self.rho_null + self.rho_margins + self.rho_n + self.rho_R + self.rho_hsub + self.rho_isub
                 + self.rho_inter + self.rho_intra + self.rho_target * self.J)
 
 
 def plan_fk(rho: Fraction, *, h: int, a: int, N: int, o: int, sens: FKSensitivity,  # noqa: N803
-            preset: Preset | str = "relviz", nullable: bool = False) -> FKPlan:
+            preset: Preset | str = "relviz", nullable: bool = False,
+            child_margins: bool = False) -> FKPlan:
     """Split one FK's ρ (docs/methods/privpetal.md §4.4; [P] §5, App. D).
 
-    A nullable FK first sets aside ``NULL_SHARE·ρ`` for the number of children with a null FK
-    (relviz's addition); the shares below split the rest.
+    A nullable FK first sets aside ``NULL_SHARE·ρ`` for the number of children with a null FK,
+    and ``child_margins`` (with ``a > 0``) ``MARGIN_SHARE·ρ`` for the children's one-way
+    marginals (relviz's additions, docs §5.4 and §5.8); the shares below split the rest.
 
     Args:
         rho: The FK's ρ (``B_FK = 2ρ``).
@@ -381,11 +413,13 @@ def plan_fk(rho: Fraction, *, h: int, a: int, N: int, o: int, sens: FKSensitivit
         sens: The FK's sensitivities.
         preset: A :data:`PRESETS` name or a :class:`Preset`.
         nullable: The FK is nullable (a null-children count is planned).
+        child_margins: The children's one-way marginals are planned (one per child column).
     """
     p = PRESETS[preset] if isinstance(preset, str) else preset
     full = Fraction(rho)
     rho_null = full * NULL_SHARE if nullable else Fraction(0)
-    rho = full - rho_null
+    rho_margins = full * MARGIN_SHARE if (child_margins and a) else Fraction(0)
+    rho = full - rho_null - rho_margins
     o = max(1, min(o, N))
     J = (o * a if p.refine_targets == "first_o" else N * a) if a else 0  # noqa: N806
     w = {"h": Fraction(1) if h > 1 else Fraction(0), "i": Fraction(1) if a else Fraction(0),
@@ -402,7 +436,7 @@ def plan_fk(rho: Fraction, *, h: int, a: int, N: int, o: int, sens: FKSensitivit
     rho_target = rho * p.f_refine / J if J else Fraction(0)
     plan = FKPlan(full, h, a, N, o, J, p.t2, p.f_M, sens, rho * p.f_n, rho * p.f_R if (h + a) > 1 else
                   Fraction(0), parts["h"], parts["i"], parts["inter"], parts["intra"], rho_target,
-                  q_rscores(h, a), rho_null)
+                  q_rscores(h, a), rho_null, rho_margins)
     object.__setattr__(plan, "hsub", sub_plan(parts["h"], h, sens.vec))
     object.__setattr__(plan, "isub", sub_plan(parts["i"], a + 1, sens.vec))
     return plan

@@ -103,6 +103,7 @@ class Params:
     public_usefulness: bool = False
     size_calibration: bool | str = False
     column_calibration: bool = False
+    child_margins: bool = False
 
 
 #: Weight of an exact public marginal in a model loss (``public_margins``): its residual counts
@@ -317,6 +318,9 @@ class FKFit:
     FK), ``imodel`` the model of one individual that Algorithm 5 (2) fits (PrivMRF-sub on
     ``{size} ∪ A_{I_1}``, sizes ``1…N``; None when the child has no attributes), from which
     those children's attributes are drawn.
+
+    ``margins`` serves relviz's ``child_margins`` (docs §5.8, not in [P]): per child column, the
+    released histogram of the children in groups over it, clamped at 0 (None without it).
     """
 
     fk: str
@@ -336,6 +340,7 @@ class FKFit:
     size_raking: bool = False
     size_calibration: bool | str = False
     column_calibration: bool = False
+    margins: list[np.ndarray] | None = None
 
 
 # -- one FK ----------------------------------------------------------------------------------------
@@ -832,6 +837,11 @@ class _Run:
                 self.budget, rho=plan.rho_null, sensitivity=plan.sens.null,
                 label="relviz: children with a null FK",
                 source=SOURCE + " (relviz's nullable-FK addition)"), 0.0)
+        margins = None
+        if plan.rho_margins > 0:  # children's one-way marginals: relviz's addition (docs §5.8)
+            margins = [np.maximum(m, 0.0) for m in self.priv.release_child_margins(
+                self.budget, rho_each=plan.rho_margin_each(), sensitivity=plan.sens.hist,
+                names=self.inames, source=SOURCE + " (relviz's child_margins addition)")]
         sigma_n = plan.sigma_n
         self.store.put(((), ()), self.n_noisy.copy(), np.full(N + 1, sigma_n ** 2),
                        np.zeros(N + 1, dtype=bool), direct=True, provenance="group sizes", rollup=False)
@@ -888,7 +898,7 @@ class _Run:
         return FKFit(self.fk, self.n_noisy, [SIZE] + [("H", k) for k in range(h1)], self.hdom,
                      self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
                      p.sampling, n_null, self.imodel, bool(p.size_raking), p.size_calibration,
-                     bool(p.column_calibration))
+                     bool(p.column_calibration), margins)
 
 
 def target_pairs(model: Model, target: Var, vars_: Sequence[Var]) -> dict:

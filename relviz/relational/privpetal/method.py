@@ -298,6 +298,16 @@ class PrivPetal(Params):
             post-processing of the fitted model, relviz's addition, docs §6.17). The columns
             are drawn in turn, each from its own model given the columns before it, whose drawn
             mix is not the one that model was fitted on. Default False.
+        child_margins: Release, for each child column, the histogram of the children in groups
+            over it (one Gaussian release per column from ``MARGIN_SHARE`` of the FK's ρ, taken
+            before the split; sensitivity: the child table's histogram multiplier), and rake
+            every flattened-relation column of the children to it: each group size's
+            ``p(column | size)`` of Algorithm 5 (2)'s model of one individual is raked to the
+            released histogram over the drawn sizes' children, and each slot's column is raked
+            to what those give its rows (:func:`slot_margin_targets`; relviz's addition, docs
+            §5.8). An NPM gives each group mass 1 spread over its members, so its one-way
+            margins carry each slice's noise times the group size; a count of the children
+            themselves has sensitivity 1 per child. Default False.
 
     Every parameter but ``split_above``, ``splits`` and ``public_context`` may differ per FK: an edge's own
     parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run, and an edge without
@@ -343,7 +353,7 @@ class PrivPetal(Params):
         if not (self.device in ("auto", "numpy", "cpu") or str(self.device).startswith("cuda")):
             raise ParameterError("device", "device must be 'auto', 'numpy', 'cpu' or 'cuda[:n]'")
         for name in ("size_raking", "debias_stored_h", "public_margins", "public_usefulness",
-                     "column_calibration"):
+                     "column_calibration", "child_margins"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, f"{name} must be True or False")
         if not (isinstance(self.size_calibration, bool) or self.size_calibration == "variables"):
@@ -505,14 +515,15 @@ class PrivPetal(Params):
         sens = fk_sensitivities(schema, mult, fk)
         return plan_fk(Fraction(rho), h=len(henc.names) + 1, a=len(ienc.names), N=cap,
                        o=self.order, sens=sens, preset=self.preset,
-                       nullable=fk.nullable), henc, ienc
+                       nullable=fk.nullable, child_margins=self.child_margins), henc, ienc
 
     def noise_scales(self, schema: Schema, component: Any, rho: Fraction | float, *,
                      multipliers: Multipliers, components: tuple[Any, ...] = ()) -> dict[str, float]:
         """σ of every planned release of one component (public: schema, caps, ρ): for an FK,
         Algorithm 1's ``σ_n``, ``σ_R``, the two PrivMRF-sub ``σ``, ``σ_inter``, ``σ_intra``,
         ``σ_M`` and ``σ_h`` (with ``k`` candidates) of docs §4.3, and for a nullable FK the σ of
-        the null-children count (relviz's addition); for a stand-alone table, its mechanism's."""
+        the null-children count and with ``child_margins`` the σ of each child column's
+        one-way histogram (relviz's additions); for a stand-alone table, its mechanism's."""
         rho = Fraction(rho)
         if component.kind == "edge" and component.method != self.name:  # a linker (mixed mode)
             return dict(LINKERS.get(component.method, **component.params).noise_scales(
@@ -534,7 +545,8 @@ class PrivPetal(Params):
                "Alg. 5 (4) intra-group NPMs σ_intra": plan.sigma_intra,
                "Alg. 2 line 10 new NPMs σ_M": plan.sigma_M,
                f"Alg. 2 line 8 h-scores σ_h (k = {me.k})": plan.sigma_h(me.k),
-               "relviz: children with a null FK σ": plan.sigma_null}
+               "relviz: children with a null FK σ": plan.sigma_null,
+               f"relviz: children's one-way marginals σ (each of {plan.a})": plan.sigma_margins}
         return {k: v for k, v in out.items() if math.isfinite(v)}
 
     # -- fit: Algorithm 4 ----------------------------------------------------------------------
@@ -740,6 +752,7 @@ class FittedPrivPetal:
             cols[v] = pcodes[:, k]
         n_cond = max(len(f.conditionals), 1)
         calibrate = getattr(f, "column_calibration", False)  # (a fit pickled before the option)
+        by_size = _margin_by_size(f, size)  # child_margins: {column k: (N + 1, dom k)} or {}
         for q, cond in enumerate(f.conditionals):
             if q % 16 == 0:
                 rep(0.2 + 0.7 * q / n_cond, f"sampling column {q + 1} of {len(f.conditionals)}")
@@ -749,8 +762,11 @@ class FittedPrivPetal:
                 ctx = [v for v in cond.vars if v != cond.target]
                 codes = {v: (cols[v][rows] - cond.lo if v == SIZE else cols[v][rows]) for v in ctx}
                 pairs = cond.pairs if calibrate else None
+                total = None
+                if cond.target[0] == "I" and cond.target[2] in by_size:
+                    total = slot_margin_targets(by_size[cond.target[2]], size[rows])
                 col[rows] = _draw_logits_fn(cond.logits, codes, ctx, cond.dom,
-                                            cond.dom[cond.target], rng, rounded, pairs)
+                                            cond.dom[cond.target], rng, rounded, pairs, total)
             cols[cond.target] = col
         return cols
 
@@ -788,25 +804,27 @@ def _group_ids(codes: Mapping, vars_: list, dom: Mapping) -> np.ndarray:
 
 
 def _draw_logits_fn(logits_fn: Callable, codes: Mapping, ctx: list, dom: Mapping, k: int,
-                    rng: np.random.Generator, rounded: bool, pairs: Mapping | None = None
-                    ) -> np.ndarray:
+                    rng: np.random.Generator, rounded: bool, pairs: Mapping | None = None,
+                    total: np.ndarray | None = None) -> np.ndarray:
     """Draw the target for every row: logits computed once per distinct context; ``pairs``
     (``Conditional.pairs``): the model's ``p(target | v)`` the drawn distributions are raked to
-    (:func:`calibrated_column_probs`)."""
+    (:func:`calibrated_column_probs`); ``total`` (``(k,)``, ``child_margins``): the expected
+    histogram of the target over the rows they are raked to as well."""
     n = len(next(iter(codes.values()))) if codes else 0
     gid = _group_ids(codes, ctx, dom)
     first = np.zeros(gid.max() + 1, dtype=np.int64)
     first[gid[::-1]] = np.arange(n)[::-1]
     ctx_codes = {v: np.asarray(codes[v])[first] for v in ctx}
     probs = logits_to_probs(logits_fn(ctx_codes))
-    if pairs:
+    if pairs or total is not None:
         probs = calibrated_column_probs(probs, ctx_codes, np.bincount(gid, minlength=len(first)),
-                                        pairs)
+                                        pairs or {}, total=total)
     return draw_from_table(gid, probs, rng, rounded=rounded)
 
 
 def calibrated_column_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, pairs: Mapping,
-                            iters: int = 100, tol: float = 1e-6) -> np.ndarray:
+                            iters: int = 100, tol: float = 1e-6, *,
+                            total: np.ndarray | None = None) -> np.ndarray:
     """An FR column's ``p(target | context)`` raked so that, over the rows, the expected
     ``(v, target)`` histogram of each context variable ``v`` is its model's ``p(target | v)``
     times the rows with each value of ``v`` (PrivPetal's ``column_calibration``,
@@ -829,6 +847,8 @@ def calibrated_column_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, p
         counts: ``(contexts,)`` rows with each context.
         pairs: ``{v: (dom[v], k)}`` the model's ``p(target | v)``; variables not in ``codes``
             are ignored.
+        total: ``(k,)`` the target's expected histogram over all the rows (``child_margins``,
+            docs §5.8; rescaled to ``counts.sum()``), one more margin; None: none.
 
     Returns:
         ``(contexts, k)`` float64, rows summing to 1 (rows with no mass keep ``p``).
@@ -841,9 +861,59 @@ def calibrated_column_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, p
             continue
         g = np.asarray(codes[v], dtype=np.int64)
         margins.append((g, cond * np.bincount(g, weights=counts, minlength=cond.shape[0])[:, None]))
+    if total is not None and np.sum(total) > 0:
+        t = np.asarray(total, dtype=np.float64)
+        margins.append((np.zeros(len(counts), dtype=np.int64), (t * (counts.sum() / t.sum()))[None, :]))
     if not margins or counts.sum() <= 0:
         return p
     return _conditional_rows(fit_group_margins(p * counts[:, None], counts, margins, iters, tol), p)
+
+
+def _margin_by_size(f: FKFit, size: np.ndarray) -> dict[int, np.ndarray]:
+    """``child_margins`` (docs §5.8): for each child column ``k`` with a released histogram,
+    ``(N + 1, dom k)`` the distribution of a child's value in a group of each size, the model's
+    ``p(column | size)`` raked so that over the drawn groups' children (``s·n_s`` children of
+    size ``s``) the expected histogram is the released one (:func:`raked_size_probs` with the
+    sizes as contexts); {} without
+    released margins. The model is Algorithm 5 (2)'s of one individual (``{size} ∪ A_{I_1}``,
+    size codes ``0…N−1`` for sizes ``1…N``); a column it does not pair with ``size`` (or no
+    model) gets the same distribution for every size. Post-processing: no private read."""
+    margins = getattr(f, "margins", None)  # (a fit pickled before the option)
+    if not margins:
+        return {}
+    n_s = np.bincount(np.asarray(size, dtype=np.int64), minlength=f.N + 1)[: f.N + 1].astype(np.float64)
+    kids = np.arange(f.N + 1) * n_s
+    out = {}
+    for k, target in enumerate(margins):
+        target = np.asarray(target, dtype=np.float64)
+        p = np.full((f.N + 1, len(target)), 1.0 / len(target))
+        if f.imodel is not None:
+            var = ("I", 1, k)
+            m = None
+            try:
+                m = np.asarray(f.imodel.marginal([SIZE, var]), dtype=np.float64)  # (N, dom k)
+            except ValueError:  # no clique pairs them: the model's p(column) for every size
+                try:
+                    m = np.asarray(f.imodel.marginal([var]), dtype=np.float64)[None, :].repeat(f.N, 0)
+                except ValueError:  # in no clique at all: uniform
+                    pass
+            if m is not None and m.shape == p[1:].shape:
+                tot = m.sum(axis=1, keepdims=True)
+                p[1:] = np.where(tot > 0, m / np.where(tot > 0, tot, 1.0), p[1:])
+        if target.sum() > 0 and kids.sum() > 0:
+            p = raked_size_probs(p, kids, target)
+        out[k] = p
+    return out
+
+
+def slot_margin_targets(by_size: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``(dom k,)`` the expected histogram of one slot's column over its rows (``child_margins``,
+    docs §5.8): ``Σ_rows by_size[size of the row]``. A group's children are exchangeable in the
+    flattened relation (its slots are a random order of its members), so each slot of a group of
+    size ``s`` holds a child distributed as ``by_size[s]`` (:func:`_margin_by_size`), and the
+    slots' histograms add up to the raked histogram over all the children."""
+    n = np.bincount(np.asarray(sizes, dtype=np.int64), minlength=by_size.shape[0])[: by_size.shape[0]]
+    return n.astype(np.float64) @ by_size
 
 
 def raked_size_probs(p: np.ndarray, counts: np.ndarray, n_sizes: np.ndarray, iters: int = 200,

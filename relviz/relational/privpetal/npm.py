@@ -255,7 +255,8 @@ class PrivateFK:
         self.N, self.M = int(N), int(M)
         self._g = GroupIndex.build(np.asarray(parent_of, np.int64), len(self._h), self.N, self.M,
                                    np.asarray(member_key))
-        self._n_null = int((np.asarray(parent_of) < 0).sum())  # children with a null FK
+        self._in_group = np.asarray(parent_of) >= 0  # children with a parent (in the FR)
+        self._n_null = int((~self._in_group).sum())  # children with a null FK
         self._tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cache: dict[Key, np.ndarray] = {}
         self._charging = 0
@@ -297,6 +298,10 @@ class PrivateFK:
         self._check()
         return float(self._n_null)
 
+    def _child_histogram(self, k: int) -> np.ndarray:
+        self._check()
+        return np.bincount(self._i[self._in_group, k], minlength=self.idom[k]).astype(np.float64)
+
     # -- releases --------------------------------------------------------------------------------
     def release_null_count(self, budget: Budget, *, rho: Fraction, sensitivity: float, label: str,
                            source: str = "") -> float:
@@ -308,6 +313,25 @@ class PrivateFK:
             noisy, _ = budget.gaussian(exact, rho=rho, sensitivity=sensitivity, label=label,
                                        source=source or SOURCE, integer=True)
         return float(np.asarray(noisy, dtype=np.float64)[0])
+
+    def release_child_margins(self, budget: Budget, *, rho_each: Fraction, sensitivity: float,
+                              names: Sequence[str], source: str = "") -> list[np.ndarray]:
+        """For each child column ``k``, the histogram of the children in groups (a non-null FK)
+        over it plus ``N(0, σ²)`` per cell, one release of ρ ``rho_each`` each (``child_margins``;
+        relviz's addition, not in [P]: docs/methods/privpetal.md §5.8).
+
+        Returns:
+            ``a`` float64 arrays, shape ``(idom[k],)``, in children (unclipped noisy counts).
+        """
+        out = []
+        with self._charged():
+            for k, name in enumerate(names):
+                noisy, _ = budget.gaussian(self._child_histogram(k), rho=rho_each,
+                                           sensitivity=sensitivity,
+                                           label=f"relviz: children's one-way marginal of {name}",
+                                           source=source or SOURCE, integer=True)
+                out.append(np.asarray(noisy, dtype=np.float64))
+        return out
 
     def release_sizes(self, budget: Budget, *, rho: Fraction, sensitivity: float, label: str,
                       source: str = "") -> np.ndarray:
