@@ -1908,6 +1908,11 @@ def test_authors_tpch_setup_configures_every_fk() -> None:
         want = {**guarded.component(c.name).params, **({} if to_public else F.PRIVATE_PARENT_GUARDS)}
         assert sizes.component(c.name).params == want, c.name
     assert sizes.component("lineitem.l_orderkey->orders").params == {"size_calibration": "variables"}
+    margins = F._authors_params(base, spec, "guarded-margins", schema)
+    assert not margins.problems(schema)
+    for c in base.edges:
+        want = {**guarded.component(c.name).params, **F.MARGIN_GUARDS}
+        assert margins.component(c.name).params == want, c.name
     assert F._authors_params(base, spec, "relviz", schema) is base
     for setup, sch in (("authors-generic", None), ("paper", schema)):
         with pytest.raises(ValueError, match="setup"):

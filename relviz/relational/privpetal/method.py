@@ -306,8 +306,10 @@ class PrivPetal(Params):
             released histogram over the drawn sizes' children, and each slot's column is raked
             to what those give its rows (:func:`slot_margin_targets`; relviz's addition, docs
             §5.8). An NPM gives each group mass 1 spread over its members, so its one-way
-            margins carry each slice's noise times the group size; a count of the children
-            themselves has sensitivity 1 per child. Default False.
+            margins carry each slice's noise times the group size, where a count of the
+            children themselves changes by the child rows one unit holds. Pays where groups are
+            large and that number small (TPC-H's ``orders → customer``: 1 order per entity,
+            ~15 per customer). Default False.
 
     Every parameter but ``split_above``, ``splits`` and ``public_context`` may differ per FK: an edge's own
     parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run, and an edge without
@@ -874,8 +876,7 @@ def _margin_by_size(f: FKFit, size: np.ndarray) -> dict[int, np.ndarray]:
     ``(N + 1, dom k)`` the distribution of a child's value in a group of each size, the model's
     ``p(column | size)`` raked so that over the drawn groups' children (``s·n_s`` children of
     size ``s``) the expected histogram is the released one (:func:`raked_size_probs` with the
-    sizes as contexts); {} without
-    released margins. The model is Algorithm 5 (2)'s of one individual (``{size} ∪ A_{I_1}``,
+    sizes as contexts); {} without released margins. The model is Algorithm 5 (2)'s of one individual (``{size} ∪ A_{I_1}``,
     size codes ``0…N−1`` for sizes ``1…N``); a column it does not pair with ``size`` (or no
     model) gets the same distribution for every size. Post-processing: no private read."""
     margins = getattr(f, "margins", None)  # (a fit pickled before the option)
