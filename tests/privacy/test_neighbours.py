@@ -608,23 +608,33 @@ def test_privpetal_null_count_sensitivity_is_reached(monkeypatch: pytest.MonkeyP
     the most: within its declared Δ_null (1 under the tuple unit; x(e) = 2 for items with a null
     depot under the orders entity), and the harness reports a violation once Δ_null is halved, so
     the bound is reached (the random databases above need not reach it)."""
+    plan, db, nbrs = _petal_null_worst_case(which)
+    reference = _petal_bound_reached(monkeypatch, db, plan, nbrs, "null", "children with a null FK",
+                                     f"privpetal null count ({which})")
+    null = [r for r in reference if r.label == "relviz: children with a null FK"]
+    assert len(null) == 1 and null[0].sensitivity == (1.0 if which == "tuple" else 2.0)
+
+
+def _petal_bound_reached(monkeypatch: pytest.MonkeyPatch, db: Any, plan: Plan, nbrs: list[Any],
+                         field: str, what: str, tag: str) -> list[Any]:
+    """PrivPetal's releases on ``db`` stay within their declared sensitivities on ``nbrs``, and
+    with ``FKSensitivity.<field>`` halved the harness reports an L2 violation of a release whose
+    description holds ``what`` (so that bound is reached). Returns the reference releases."""
     import dataclasses
 
     from relviz.relational.privpetal import method as petal_method
 
-    plan, db, nbrs = _petal_null_worst_case(which)
     _, reference = record_fit(db, plan)
-    null = [r for r in reference if r.label == "relviz: children with a null FK"]
-    assert len(null) == 1 and null[0].sensitivity == (1.0 if which == "tuple" else 2.0)
     violations = [v for nb in nbrs for v in compare_on_neighbour(reference, nb, plan)]
-    assert not violations, report(violations, f"privpetal null count ({which})")
+    assert not violations, report(violations, tag)
     original = petal_method.fk_sensitivities
     monkeypatch.setattr(petal_method, "fk_sensitivities", lambda *a, **k: dataclasses.replace(
-        original(*a, **k), null=original(*a, **k).null / 2))
+        original(*a, **k), **{field: getattr(original(*a, **k), field) / 2}))
     _, halved = record_fit(db, plan)
     violations = [v for nb in nbrs for v in compare_on_neighbour(halved, nb, plan)]
-    assert any("children with a null FK" in v.what and "L2 change" in v.what for v in violations), \
-        report(violations, f"privpetal null count ({which}), Δ_null halved")
+    assert any(what in v.what and "L2 change" in v.what for v in violations), \
+        report(violations, f"{tag}, {field} halved")
+    return reference
 
 
 def test_privpetal_child_margins_sensitivity_is_reached(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -632,12 +642,9 @@ def test_privpetal_child_margins_sensitivity_is_reached(monkeypatch: pytest.Monk
     them the most: removing the order whose two items (the cap) share a mode changes that cell by
     2 = r(items) = Δ_hist; within the declared Δ, and the harness reports a violation once Δ_hist
     is halved, so the bound is reached."""
-    import dataclasses
-
     import pandas as pd
 
     from relviz.database import Database
-    from relviz.relational.privpetal import method as petal_method
     from tests.privacy.neighbours import entity_neighbours
 
     schema = _petal_shop()
@@ -649,19 +656,10 @@ def test_privpetal_child_margins_sensitivity_is_reached(monkeypatch: pytest.Monk
                                     "mode": ["mode1", "mode1", "mode2"], "qty": ["qty0", "qty1", "qty1"]})
     db = Database(schema, frames)
     nbrs = list(entity_neighbours(db))
-    plan = _petal_plan(schema)
-    _, reference = record_fit(db, plan)
+    reference = _petal_bound_reached(monkeypatch, db, _petal_plan(schema), nbrs, "hist",
+                                     "one-way marginal of mode", "privpetal child margins")
     rel = [r for r in reference if r.label.startswith("relviz: children's one-way marginal of ")]
     assert len(rel) == 2 * 2 + 2 and {r.sensitivity for r in rel if "items" in r.component} == {2.0}
-    violations = [v for nb in nbrs for v in compare_on_neighbour(reference, nb, plan)]
-    assert not violations, report(violations, "privpetal child margins")
-    original = petal_method.fk_sensitivities
-    monkeypatch.setattr(petal_method, "fk_sensitivities", lambda *a, **k: dataclasses.replace(
-        original(*a, **k), hist=original(*a, **k).hist / 2))
-    _, halved = record_fit(db, plan)
-    violations = [v for nb in nbrs for v in compare_on_neighbour(halved, nb, plan)]
-    assert any("one-way marginal of mode" in v.what and "L2 change" in v.what for v in violations), \
-        report(violations, "privpetal child margins, Δ_hist halved")
 
 
 
