@@ -2405,6 +2405,7 @@ def test_child_margins_release_ledger_and_noise_scales(margins_fit) -> None:  # 
     assert p.planned() == rho and p.rho_margins == rho / 50
     rel = [e for e in synth.ledger_ if e.label.startswith("relviz: children's one-way marginal")]
     assert [e.label.rsplit(" ", 1)[1] for e in rel] == list(ienc.names) == ["qty"]
+    assert sum(e.rho for e in rel) == p.rho_margins  # the ledger's histograms = the plan's share
     for e in rel:
         assert e.rho == p.rho_margin_each() and e.sensitivity == p.sens.hist == 1.0
         assert e.sigma == pytest.approx(p.sigma_margins, rel=1e-9)

@@ -318,7 +318,10 @@ class PrivateFK:
                               names: Sequence[str], source: str = "") -> list[np.ndarray]:
         """For each child column ``k``, the histogram of the children in groups (a non-null FK)
         over it plus ``N(0, σ²)`` per cell, one release of ρ ``rho_each`` each (``child_margins``;
-        relviz's addition, not in [P]: docs/methods/privpetal.md §5.8).
+        relviz's addition, not in [P]: docs/methods/privpetal.md §5.8). ``sensitivity`` is the
+        child table's histogram multiplier (``FKSensitivity.hist``: ``r + √2·m`` child rows
+        removed / changed by one entity, ``√2`` under the tuple unit), since each child row is in
+        one cell of each histogram.
 
         Returns:
             ``a`` float64 arrays, shape ``(idom[k],)``, in children (unclipped noisy counts).
