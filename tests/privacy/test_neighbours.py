@@ -453,10 +453,11 @@ def test_fitted_database_model_holds_releases_only_on_every_unit(case: Case, met
 
 # A large ε and a tiny λ make every candidate NPM λ-useful on databases of a few rows, so that
 # every kind of release (group sizes, R-scores, PrivMRF-sub NPMs and h-scores, inter- and
-# intra-group NPMs, Phase B h-scores and NPMs, and relviz's children's one-way marginals) is
+# intra-group NPMs, Phase B h-scores and NPMs, and relviz's children's one-way marginals and
+# children per parent value) is
 # replayed; small iteration counts keep it fast.
 PETAL_PARAMS = dict(lam=1e-4, k=6, fit_iters=15, refit_iters=5, t1_picks=1, t1_iters=1, n_mrf=3,
-                    child_margins=True)
+                    child_margins=True, parent_children=True)
 
 
 def _petal_shop(nullable_depot: bool = False) -> Schema:
@@ -545,9 +546,12 @@ def test_privpetal_releases_within_declared_sensitivity(case: Case, data: st.Dat
     Algorithm 3) stays within its declared Δ on every neighbour: removed groups (τ_r), groups
     that lose children under a public parent (τ_m), the cascade of a three-level chain, the two
     FKs of one child, the tuple unit, the null-children count of a nullable FK and the children's
-    one-way marginals (relviz's additions). The reference fit must release NPMs and h-scores, one
-    one-way marginal per child column of every modelled FK (and the null count where an FK is
+    one-way marginals and children per parent value (relviz's additions). The reference fit must
+    release NPMs and h-scores, one one-way marginal per child column and one histogram of
+    children per parent column of every modelled FK (and the null count where an FK is
     nullable), so the check is not vacuous."""
+    from relviz.relational.privpetal.method import PrivPetal
+
     db = data.draw(databases(case.schema, **case.draw), label="database")
     seed = data.draw(st.integers(0, 2**32 - 1), label="neighbour seed")
     plan = _petal_plan(case.schema)
@@ -561,6 +565,12 @@ def test_privpetal_releases_within_declared_sensitivity(case: Case, data: st.Dat
     modelled = [fk for fk in case.schema.private_foreign_keys if fk.name not in linked]
     assert sum(r.label.startswith("relviz: children's one-way marginal of ") for r in reference) \
         == sum(len(case.schema.table(fk.child).attributes) for fk in modelled)
+    enc = PrivPetal(**PETAL_PARAMS)._encoding
+    for fk in modelled:
+        names = enc(case.schema, fk.parent, 1).names
+        got = [r.label.rsplit(" ", 1)[1] for r in reference if r.component == fk.name
+               and r.label.startswith("relviz: children per parent value of ")]
+        assert got == list(names), (fk.name, got, names)
     assert linked == ({"items.depot->depots"} if "mixed" in case.id else set())
     assert all(any(r.component == n for r in reference) for n in linked)  # the linker released
     violations = []
@@ -661,6 +671,33 @@ def test_privpetal_child_margins_sensitivity_is_reached(monkeypatch: pytest.Monk
     rel = [r for r in reference if r.label.startswith("relviz: children's one-way marginal of ")]
     assert len(rel) == 2 * 2 + 2 and {r.sensitivity for r in rel if "items" in r.component} == {2.0}
 
+
+
+def test_privpetal_parent_children_sensitivity_is_reached(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The children per parent value (relviz's ``parent_children``) on the neighbour that changes
+    them the most: removing the order whose two items (the cap) are both children of a ``prio0``
+    order changes that cell by 2 = r(items) = Δ_children; within the declared Δ, and the harness
+    reports a violation once Δ_children is halved, so the bound is reached."""
+    import pandas as pd
+
+    from relviz.database import Database
+    from tests.privacy.neighbours import entity_neighbours
+
+    schema = _petal_shop()
+    frames = {t.name: pd.DataFrame({"region": ["N", "S"], "climate": ["cold", "warm"]})
+              for t in schema.tables if t.public}
+    frames["orders"] = pd.DataFrame({"oid": [1, 2], "region": ["N", "S"], "prio": ["prio0", "prio1"],
+                                     "kind": ["kind0", "kind2"]})
+    frames["items"] = pd.DataFrame({"iid": [1, 2, 3], "oid": [1, 1, 2], "depot": ["N", "S", "S"],
+                                    "mode": ["mode1", "mode1", "mode2"], "qty": ["qty0", "qty1", "qty1"]})
+    db = Database(schema, frames)
+    nbrs = list(entity_neighbours(db))
+    reference = _petal_bound_reached(monkeypatch, db, _petal_plan(schema), nbrs, "children",
+                                     "children per parent value of prio",
+                                     "privpetal parent children")
+    rel = [r for r in reference if r.label.startswith("relviz: children per parent value of ")
+           and r.component == "items.oid->orders"]
+    assert rel and {r.sensitivity for r in rel} == {2.0}
 
 
 # ------------------------------------------------------------------------------------------------

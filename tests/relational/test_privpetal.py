@@ -1111,7 +1111,8 @@ def _release_kinds(p: acc.FKPlan) -> dict:
             "Alg. 5 (2) PrivMRF-sub on {size} ∪ A_I, h-scores": p.isub.rho_hround,
             "Alg. 5 (2)": p.isub.rho_query,
             "relviz: children with a null FK": p.rho_null,
-            "relviz: children's one-way marginal of ": p.rho_margin_each()}
+            "relviz: children's one-way marginal of ": p.rho_margin_each(),
+            "relviz: children per parent value of ": p.rho_children_each()}
 
 
 def _check_release_costs(p: acc.FKPlan, ledger: list) -> None:
@@ -2479,3 +2480,167 @@ def test_slot_margin_targets_keep_each_group_sizes_distribution() -> None:
     np.testing.assert_allclose(slots[2] / slots[2].sum(), p[3])
     flat = _margin_by_size(SimpleNamespace(margins=[target], N=N, imodel=None), size)[0]
     np.testing.assert_allclose(flat[1:], np.tile(target / target.sum(), (N, 1)), atol=1e-9)
+
+
+# -- P. the children per parent value (relviz's parent_children, docs §5.9) -------------------------
+
+@pytest.mark.parametrize("preset", list(acc.PRESETS))
+@pytest.mark.parametrize(("h", "a", "o", "nullable", "margins"),
+                         [(15, 17, 3, False, True), (6, 4, 1, True, False), (1, 5, 2, False, True),
+                          (3, 2, 1, True, False)])
+def test_C2_parent_children_plan_spends_exactly_the_fk_budget(preset: str, h: int, a: int, o: int,
+                                                              nullable: bool, margins: bool) -> None:
+    """C2 with ``parent_children``: the ``h − 1`` histograms of children per parent value take
+    CHILDREN_SHARE = 1/50 of the FK's ρ (none when the parent has no attribute, ``h = 1``), taken
+    before [P]'s split with the null count's and the one-way marginals' shares; the other shares
+    are those of the remaining ρ, the plan sums exactly (Fraction) to the FK's ρ, and each
+    histogram's σ = Δ_children·√((h − 1)/(2ρ_children)) realises cost ρ_children/(h − 1)."""
+    rho = Fraction(3, 7)
+    sens = acc.FKSensitivity(1, 0, 1.0, 2.0, 3.0)
+    plan = acc.plan_fk(rho, h=h, a=a, N=6, o=o, sens=sens, preset=preset, nullable=nullable,
+                       child_margins=margins, parent_children=True)
+    assert plan.planned() == rho and plan.rho == rho
+    assert plan.rho_children == (rho * acc.CHILDREN_SHARE if h > 1 else 0)
+    rest = rho - plan.rho_children - plan.rho_null - plan.rho_margins
+    base = acc.plan_fk(rest, h=h, a=a, N=6, o=o, sens=sens, preset=preset)
+    for name in ("rho_n", "rho_R", "rho_hsub", "rho_isub", "rho_inter", "rho_intra", "rho_target"):
+        assert getattr(plan, name) == getattr(base, name), name
+    if h > 1:
+        assert plan.rho_children_each() * (h - 1) == plan.rho_children
+        assert (3.0 / plan.sigma_children) ** 2 / 2 == pytest.approx(
+            float(plan.rho_children_each()), rel=1e-12)
+    else:
+        assert math.isinf(plan.sigma_children) and plan.rho_children_each() == 0
+
+
+def test_parent_children_sensitivity() -> None:
+    """Δ_children under the entity unit is the child table's histogram multiplier (a parent's
+    values and a surviving child's FK never change; a removed household removes up to N = 4
+    persons, all possibly of one household value: 4); under the tuple unit a household row that
+    changes its values moves its ≤ τ = 4 persons together: √2·4, and a child re-pointing to
+    another parent moves one: √2 for an FK to a public parent."""
+    schema = household_schema()
+    mult = multipliers(schema)
+    for fk in schema.private_foreign_keys:
+        assert acc.fk_sensitivities(schema, mult, fk).children == mult.table_histogram(fk.child)
+    persons = schema.foreign_key("persons.hid->households")
+    assert acc.fk_sensitivities(schema, mult, persons).children == 4.0
+    tup = schema.with_privacy_unit(PrivacyUnit(None, dict(schema.privacy_unit.caps), neighbour="tuple"))
+    tau = int(tup.privacy_unit.caps[persons.name])
+    assert acc.fk_sensitivities(tup, multipliers(tup), persons).children == pytest.approx(
+        math.sqrt(2.0) * tau)
+    db, _, _ = _rare_public_value()  # an FK to a public parent under the tuple unit
+    rare = db.schema.with_privacy_unit(PrivacyUnit(None, {"items.pid->parts": 6}, neighbour="tuple"))
+    assert acc.fk_sensitivities(rare, multipliers(rare), rare.foreign_key("items.pid->parts")
+                                ).children == pytest.approx(math.sqrt(2.0))
+
+
+@pytest.fixture(scope="module")
+def children_fit():
+    """The rare-public-value toy fitted with ``parent_children=True`` (ε 0.2, λ 0.2)."""
+    db, plan, kind = _rare_public_value()
+    synth, syn = _fit_rare(db, plan, parent_children=True)
+    return db, plan, kind, synth, syn
+
+
+def test_parent_children_release_ledger_and_noise_scales(children_fit) -> None:  # noqa: ANN001
+    """One release per parent column, labelled "relviz: children per parent value of <column>",
+    each at ρ_children/(h − 1) with the declared Δ_children and the σ the Budget panel shows
+    (noise_scales); every other release costs its planned ρ on the remaining 49/50; the ledger's
+    histograms sum to the plan's share and the ledger stays within the FK's ρ."""
+    from relviz.errors import ParameterError
+    from relviz.relational.privpetal.method import PrivPetal
+
+    db, plan, kind, synth, _ = children_fit
+    fk = plan.edges[0].name
+    rho = Fraction(plan.rho_of(fk))
+    method = synth.database_.method
+    mult = multipliers(db.schema)
+    comp = next(c for c in plan.with_params(fk, parent_children=True).edges if c.name == fk)
+    p, henc, _ = method.for_component(comp)._fk_plan(db.schema, db.schema.foreign_key(fk), rho, mult)
+    assert p.planned() == rho and p.rho_children == rho / 50
+    rel = [e for e in synth.ledger_ if e.label.startswith("relviz: children per parent value")]
+    assert [e.label.rsplit(" ", 1)[1] for e in rel] == list(henc.names) == ["kind"]
+    assert sum(e.rho for e in rel) == p.rho_children
+    for e in rel:
+        assert e.rho == p.rho_children_each() and e.sensitivity == p.sens.children == 1.0
+        assert e.sigma == pytest.approx(p.sigma_children, rel=1e-9)
+    scales = method.noise_scales(db.schema, comp, rho, multipliers=mult)
+    assert scales["relviz: children per parent value σ (each of 1)"] == pytest.approx(p.sigma_children)
+    _check_release_costs(p, [e for e in synth.ledger_ if e.component == fk])
+    assert synth.accountant_.spent(fk) <= rho
+    f = synth.database_.fits[fk]
+    assert len(f.children) == 1 and f.children[0].shape == (8,) and (f.children[0] >= 0).all()
+    off = method.noise_scales(db.schema, plan.edges[0], rho, multipliers=mult)
+    assert not any("per parent value" in k for k in off)
+    with pytest.raises(ParameterError, match="parent_children"):
+        PrivPetal(parent_children=1)
+
+
+def test_parent_children_tilt_the_drawn_sizes_to_the_released_counts(children_fit) -> None:  # noqa: ANN001
+    """Sampling follows the released children per parent value whatever the model says: with the
+    fit's release replaced by one that doubles kind 0's children (the data: ≈ 450 of ≈ 3,600),
+    the synthetic children of kind-0 parts are the forced count within 4 standard deviations of
+    the sizes' draw (each part's size is an independent draw with variance at most
+    (N/2)² = 9, so 4·√(9·parts of kind 0) + 1 ≈ 147 children), as is every other kind's. Without
+    the release kind 0 stays far from the forced count (the test shows nothing otherwise)."""
+    db, plan, kind, synth, _ = children_fit
+    fk = plan.edges[0].name
+    f = synth.database_.fits[fk]
+    saved = f.children
+    n_x = np.bincount(kind, minlength=8)
+    real = np.bincount(kind[db["items"]["pid"].to_numpy()], minlength=8).astype(float)
+    want = real.copy()
+    want[0] *= 2.0
+    scale = float(np.sum(f.n_noisy)) / len(kind)  # the release is in children of ñ parents
+    try:
+        f.children = [want * scale]
+        forced = synth.sample(random_state=3)
+        f.children = None
+        plain = synth.sample(random_state=3)
+    finally:
+        f.children = saved
+    tol = 4 * np.sqrt(9.0 * n_x) + 1
+    got = np.bincount(kind[forced.parent_index(fk)], minlength=8)
+    # the targets are scaled to one total (the mean of their totals: here the one release's)
+    assert np.all(np.abs(got - want) <= tol), (got, want, tol)
+    off = np.bincount(kind[plain.parent_index(fk)], minlength=8)
+    assert abs(off[0] - want[0]) > tol[0], (off, want)
+
+
+def test_tilted_size_probs_meet_every_variables_children_and_the_size_histogram() -> None:
+    """``tilted_size_probs`` on random distributions with two household variables: given the
+    children per value that a known tilt produces (so a solution exists) and the size histogram
+    it gives, the expected children per value of each variable match to 10⁻³ of a child per row
+    and the size histogram to 10⁻⁶ (the IPF tolerance); rows sum to 1 and a size a context
+    cannot have keeps probability 0. Targets beyond the sizes' range are clipped into it."""
+    from relviz.relational.privpetal.method import tilted_size_probs
+
+    rng = np.random.default_rng(0)
+    n_ctx, N = 400, 6  # noqa: N806
+    s = np.arange(N + 1)
+    p = rng.dirichlet(np.ones(N + 1), n_ctx)
+    p[:, 0] = 0.0
+    p[rng.random((n_ctx, N + 1)) < 0.2] = 0.0
+    p[:, 1] += 1e-3
+    p /= p.sum(axis=1, keepdims=True)
+    codes = {"a": rng.integers(0, 4, n_ctx), "b": rng.integers(0, 3, n_ctx)}
+    counts = rng.integers(1, 30, n_ctx).astype(float)
+    lam = rng.normal(0, 0.3, 4)[codes["a"]] + rng.normal(0, 0.3, 3)[codes["b"]]
+    q0 = p * np.exp(lam[:, None] * s)
+    q0 /= q0.sum(axis=1, keepdims=True)
+    want = {v: np.bincount(c, weights=counts * (q0 @ s)) for v, c in codes.items()}
+    rake = counts @ q0
+    q = tilted_size_probs(p, codes, counts, want, rake)
+    np.testing.assert_allclose(q.sum(axis=1), 1.0)
+    assert np.all(q[p == 0] == 0)
+    for v, c in codes.items():
+        got = np.bincount(c, weights=counts * (q @ s))
+        assert np.max(np.abs(got - want[v]) / np.bincount(c, weights=counts)) < 1e-3, v
+    np.testing.assert_allclose(counts @ q, rake, atol=1e-6 * counts.sum())
+    # a target above what the sizes allow: that value's rows all go to their largest size
+    big = {"a": want["a"] * np.array([10.0, 1, 1, 1])}
+    qb = tilted_size_probs(p, codes, counts, big)
+    top = np.array([np.flatnonzero(r > 0).max() for r in p])
+    rows = codes["a"] == 0
+    assert np.all(qb[rows, top[rows]] > 0.99)

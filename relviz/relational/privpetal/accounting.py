@@ -59,6 +59,17 @@ table's histogram multiplier (:meth:`~relviz.privacy.sensitivity.Multipliers.tab
 NPMs' per-group one: an NPM gives a group mass 1 spread over its members, so its one-way
 margins carry the noise of each slice times the group size.
 
+**Children per parent value (relviz's addition, not in [P]; docs §5.9).** With
+``parent_children`` the FK releases, for each household (parent) column, the number of children
+in groups whose parent has each value, from a :data:`CHILDREN_SHARE` of the FK's ρ taken before
+the split. Each child row adds 1 to the cell of its parent's value. Under the entity unit a
+parent's values and a surviving child's FK never change, so only the child rows one entity
+removes or changes move counts: the child table's histogram multiplier bounds it, as for the
+one-way marginals. Under the tuple unit a child re-pointing moves one count (√2), and a parent
+row that changes its values moves its ``≤ τ`` children together (√2·τ): ``√2·max(1, τ)``
+(:meth:`~relviz.privacy.sensitivity.Multipliers.edges_changed`, ``τ + 1`` for a
+self-referential FK).
+
 A bare ``docs §N`` below is docs/methods/privpetal.md §N.
 """
 
@@ -74,7 +85,7 @@ from relviz.errors import Problem
 from relviz.privacy.sensitivity import Multipliers
 from relviz.schema import ForeignKey, Schema
 
-__all__ = ["Preset", "PRESETS", "NULL_SHARE", "MARGIN_SHARE", "FKSensitivity", "fk_sensitivities", "unit_problems",
+__all__ = ["Preset", "PRESETS", "NULL_SHARE", "MARGIN_SHARE", "CHILDREN_SHARE", "FKSensitivity", "fk_sensitivities", "unit_problems",
            "q_rscores", "FKPlan", "plan_fk", "sub_plan", "schedule", "gamma_star", "budget_B",
            "epsilon_star", "gaussian_delta", "MEAN_ABS", "usefulness_limit"]
 
@@ -88,6 +99,10 @@ addition, as relviz's PrivLava; docs/methods/privpetal.md §5.4); the rest is sp
 MARGIN_SHARE = Fraction(1, 50)
 """Share of an FK's ρ spent on the children's one-way marginals when ``child_margins`` is on
 (relviz's addition, docs/methods/privpetal.md §5.8), taken before [P] §5's split."""
+
+CHILDREN_SHARE = Fraction(1, 50)
+"""Share of an FK's ρ spent on the children per parent value when ``parent_children`` is on
+(relviz's addition, docs/methods/privpetal.md §5.9), taken before [P] §5's split."""
 
 
 @dataclass(frozen=True)
@@ -153,12 +168,16 @@ class FKSensitivity:
             relviz's addition, derived in :func:`fk_sensitivities`).
         hist: L2 sensitivity of one histogram of the children over one column
             (``child_margins``; relviz's addition): the child table's histogram multiplier.
+        children: L2 sensitivity of one histogram of the children over one parent column
+            (``parent_children``; relviz's addition): ``hist`` under the entity unit,
+            ``√2·max(1, τ)`` under the tuple unit.
     """
 
     tau_r: int
     tau_m: int
     null: float = 1.0
     hist: float = math.sqrt(2.0)
+    children: float = math.sqrt(2.0)
 
     @property
     def star(self) -> int:
@@ -204,7 +223,10 @@ def fk_sensitivities(schema: Schema, mult: Multipliers, fk: ForeignKey) -> FKSen
     if mult.tuple_unit:
         # null count: one row of the child changes its own FK between null and a parent (±1); a
         # row of the parent changes its values only, which no child's FK follows
-        return FKSensitivity(0, 2, 1.0, mult.table_histogram(fk.child))
+        # children per parent value: a child re-points (one count moves) or a parent row changes
+        # its values (its ≤ τ children move together): √2 times the links one row moves
+        return FKSensitivity(0, 2, 1.0, mult.table_histogram(fk.child),
+                             math.sqrt(2.0) * mult.edges_changed(fk.name))
     tau_r, tau_m = int(mult.g_rem[fk.name]), int(mult.x[fk.name])
     # null count, Δ_null = max(1, τ_m): under the entity unit a surviving child never changes its
     # FK, so the count changes only by removed children whose FK is null. Such a child is not
@@ -215,8 +237,10 @@ def fk_sensitivities(schema: Schema, mult: Multipliers, fk: ForeignKey) -> FKSen
     # release always has noise (a valid bound: when x(e) = 0 and the child is not the entity, the
     # count never changes).
     # children's one-way histograms: each child row is in one cell of each, so the child table's
-    # histogram multiplier (rows removed, rows whose values change) bounds them
-    return FKSensitivity(tau_r, tau_m, float(max(1, tau_m)), mult.table_histogram(fk.child))
+    # histogram multiplier (rows removed, rows whose values change) bounds them; so it does the
+    # children per parent value, since a parent's values and a surviving child's FK never change
+    hist = mult.table_histogram(fk.child)
+    return FKSensitivity(tau_r, tau_m, float(max(1, tau_m)), hist, hist)
 
 
 # -- planning ------------------------------------------------------------------------------------
@@ -303,6 +327,9 @@ class FKPlan:
             the split above; relviz's addition), else 0.
         rho_margins: ρ of the children's ``a`` one-way marginals together (``child_margins``:
             ``MARGIN_SHARE·ρ``, taken before the split above; relviz's addition), else 0.
+        rho_children: ρ of the ``h − 1`` histograms of children per parent value together
+            (``parent_children``: ``CHILDREN_SHARE·ρ``, taken before the split; relviz's
+            addition), else 0.
     """
 
     rho: Fraction
@@ -324,6 +351,7 @@ class FKPlan:
     q_R: int  # noqa: N815
     rho_null: Fraction = Fraction(0)
     rho_margins: Fraction = Fraction(0)
+    rho_children: Fraction = Fraction(0)
     hsub: SubPlan = field(repr=False, default=None)  # type: ignore[assignment]
     isub: SubPlan = field(repr=False, default=None)  # type: ignore[assignment]
 
@@ -370,6 +398,16 @@ class FKPlan:
         """ρ of one child column's one-way histogram."""
         return self.rho_margins / self.a if self.rho_margins else Fraction(0)
 
+    @property
+    def sigma_children(self) -> float:
+        """σ of each of the ``h − 1`` histograms of children per parent value (∞ without)."""
+        return _sigma(self.sens.children, self.h - 1, self.rho_children) if self.rho_children \
+            else math.inf
+
+    def rho_children_each(self) -> Fraction:
+        """ρ of one parent column's histogram of children."""
+        return self.rho_children / (self.h - 1) if self.rho_children else Fraction(0)
+
     def sigma_h(self, k: int) -> float:
         """σ of each of ``k`` h-scores of one refining round (T2 rounds per target)."""
         if not self.J:
@@ -392,18 +430,20 @@ class FKPlan:
 
     def planned(self) -> Fraction:
         """Planned ρ of the whole run (equals ``rho`` exactly; docs §4, test C2)."""
-        return (self.rho_null + self.rho_margins + self.rho_n + self.rho_R + self.rho_hsub + self.rho_isub
+        return (self.rho_null + self.rho_margins + self.rho_children + self.rho_n + self.rho_R + self.rho_hsub + self.rho_isub
                 + self.rho_inter + self.rho_intra + self.rho_target * self.J)
 
 
 def plan_fk(rho: Fraction, *, h: int, a: int, N: int, o: int, sens: FKSensitivity,  # noqa: N803
             preset: Preset | str = "relviz", nullable: bool = False,
-            child_margins: bool = False) -> FKPlan:
+            child_margins: bool = False, parent_children: bool = False) -> FKPlan:
     """Split one FK's ρ (docs/methods/privpetal.md §4.4; [P] §5, App. D).
 
     A nullable FK first sets aside ``NULL_SHARE·ρ`` for the number of children with a null FK,
     and ``child_margins`` (with ``a > 0``) ``MARGIN_SHARE·ρ`` for the children's one-way
-    marginals (relviz's additions, docs §5.4 and §5.8); the shares below split the rest.
+    marginals, and ``parent_children`` (with ``h > 1``) ``CHILDREN_SHARE·ρ`` for the children
+    per parent value (relviz's additions, docs §5.4, §5.8 and §5.9); the shares below split the
+    rest.
 
     Args:
         rho: The FK's ρ (``B_FK = 2ρ``).
@@ -414,12 +454,14 @@ def plan_fk(rho: Fraction, *, h: int, a: int, N: int, o: int, sens: FKSensitivit
         preset: A :data:`PRESETS` name or a :class:`Preset`.
         nullable: The FK is nullable (a null-children count is planned).
         child_margins: The children's one-way marginals are planned (one per child column).
+        parent_children: The children per parent value are planned (one per parent column).
     """
     p = PRESETS[preset] if isinstance(preset, str) else preset
     full = Fraction(rho)
     rho_null = full * NULL_SHARE if nullable else Fraction(0)
     rho_margins = full * MARGIN_SHARE if (child_margins and a) else Fraction(0)
-    rho = full - rho_null - rho_margins
+    rho_children = full * CHILDREN_SHARE if (parent_children and h > 1) else Fraction(0)
+    rho = full - rho_null - rho_margins - rho_children
     o = max(1, min(o, N))
     J = (o * a if p.refine_targets == "first_o" else N * a) if a else 0  # noqa: N806
     w = {"h": Fraction(1) if h > 1 else Fraction(0), "i": Fraction(1) if a else Fraction(0),
@@ -436,7 +478,7 @@ def plan_fk(rho: Fraction, *, h: int, a: int, N: int, o: int, sens: FKSensitivit
     rho_target = rho * p.f_refine / J if J else Fraction(0)
     plan = FKPlan(full, h, a, N, o, J, p.t2, p.f_M, sens, rho * p.f_n, rho * p.f_R if (h + a) > 1 else
                   Fraction(0), parts["h"], parts["i"], parts["inter"], parts["intra"], rho_target,
-                  q_rscores(h, a), rho_null, rho_margins)
+                  q_rscores(h, a), rho_null, rho_margins, rho_children)
     object.__setattr__(plan, "hsub", sub_plan(parts["h"], h, sens.vec))
     object.__setattr__(plan, "isub", sub_plan(parts["i"], a + 1, sens.vec))
     return plan

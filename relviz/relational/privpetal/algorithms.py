@@ -104,6 +104,7 @@ class Params:
     size_calibration: bool | str = False
     column_calibration: bool = False
     child_margins: bool = False
+    parent_children: bool = False
 
 
 #: Weight of an exact public marginal in a model loss (``public_margins``): its residual counts
@@ -320,7 +321,9 @@ class FKFit:
     those children's attributes are drawn.
 
     ``margins`` serves relviz's ``child_margins`` (docs §5.8, not in [P]): per child column, the
-    released histogram of the children in groups over it, clamped at 0 (None without it).
+    released histogram of the children in groups over it, clamped at 0 (None without it);
+    ``children`` serves ``parent_children`` (docs §5.9): per household column, the released
+    children per parent value, clamped at 0 (None without it).
     """
 
     fk: str
@@ -341,6 +344,7 @@ class FKFit:
     size_calibration: bool | str = False
     column_calibration: bool = False
     margins: list[np.ndarray] | None = None
+    children: list[np.ndarray] | None = None
 
 
 # -- one FK ----------------------------------------------------------------------------------------
@@ -842,6 +846,11 @@ class _Run:
             margins = [np.maximum(m, 0.0) for m in self.priv.release_child_margins(
                 self.budget, rho_each=plan.rho_margin_each(), sensitivity=plan.sens.hist,
                 names=self.inames, source=SOURCE + " (relviz's child_margins addition)")]
+        children = None
+        if plan.rho_children > 0:  # children per parent value: relviz's addition (docs §5.9)
+            children = [np.maximum(c, 0.0) for c in self.priv.release_parent_children(
+                self.budget, rho_each=plan.rho_children_each(), sensitivity=plan.sens.children,
+                names=self.hnames, source=SOURCE + " (relviz's parent_children addition)")]
         sigma_n = plan.sigma_n
         self.store.put(((), ()), self.n_noisy.copy(), np.full(N + 1, sigma_n ** 2),
                        np.zeros(N + 1, dtype=bool), direct=True, provenance="group sizes", rollup=False)
@@ -898,7 +907,7 @@ class _Run:
         return FKFit(self.fk, self.n_noisy, [SIZE] + [("H", k) for k in range(h1)], self.hdom,
                      self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
                      p.sampling, n_null, self.imodel, bool(p.size_raking), p.size_calibration,
-                     bool(p.column_calibration), margins)
+                     bool(p.column_calibration), margins, children)
 
 
 def target_pairs(model: Model, target: Var, vars_: Sequence[Var]) -> dict:

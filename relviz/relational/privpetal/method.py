@@ -310,6 +310,17 @@ class PrivPetal(Params):
             children themselves changes by the child rows one unit holds. Pays where groups are
             large and that number small (TPC-H's ``orders → customer``: 1 order per entity,
             ~15 per customer). Default False.
+        parent_children: Release, for each parent (household) column, the number of children in
+            groups whose parent has each value (one Gaussian release per column from
+            ``CHILDREN_SHARE`` of the FK's ρ, taken before the split; sensitivity: the child
+            table's histogram multiplier under the entity unit, ``√2·max(1, τ)`` under the
+            tuple unit), and, when the referenced rows already exist, tilt their size
+            distributions ``p(size | R_H)`` by ``e^{λ·size}`` per value so that the rows with
+            each value expect the released number of children (:func:`tilted_size_probs`;
+            relviz's addition, docs §5.9). The household model's ``p(size | v)`` comes from
+            noisy NPMs of several household columns at once (TPC-H: order year with two other
+            order columns), which a count of the children per year alone measures more
+            precisely. Default False.
 
     Every parameter but ``split_above``, ``splits`` and ``public_context`` may differ per FK: an edge's own
     parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run, and an edge without
@@ -355,7 +366,7 @@ class PrivPetal(Params):
         if not (self.device in ("auto", "numpy", "cpu") or str(self.device).startswith("cuda")):
             raise ParameterError("device", "device must be 'auto', 'numpy', 'cpu' or 'cuda[:n]'")
         for name in ("size_raking", "debias_stored_h", "public_margins", "public_usefulness",
-                     "column_calibration", "child_margins"):
+                     "column_calibration", "child_margins", "parent_children"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, f"{name} must be True or False")
         if not (isinstance(self.size_calibration, bool) or self.size_calibration == "variables"):
@@ -517,15 +528,17 @@ class PrivPetal(Params):
         sens = fk_sensitivities(schema, mult, fk)
         return plan_fk(Fraction(rho), h=len(henc.names) + 1, a=len(ienc.names), N=cap,
                        o=self.order, sens=sens, preset=self.preset,
-                       nullable=fk.nullable, child_margins=self.child_margins), henc, ienc
+                       nullable=fk.nullable, child_margins=self.child_margins,
+                       parent_children=self.parent_children), henc, ienc
 
     def noise_scales(self, schema: Schema, component: Any, rho: Fraction | float, *,
                      multipliers: Multipliers, components: tuple[Any, ...] = ()) -> dict[str, float]:
         """σ of every planned release of one component (public: schema, caps, ρ): for an FK,
         Algorithm 1's ``σ_n``, ``σ_R``, the two PrivMRF-sub ``σ``, ``σ_inter``, ``σ_intra``,
         ``σ_M`` and ``σ_h`` (with ``k`` candidates) of docs §4.3, and for a nullable FK the σ of
-        the null-children count and with ``child_margins`` the σ of each child column's
-        one-way histogram (relviz's additions); for a stand-alone table, its mechanism's."""
+        the null-children count, with ``child_margins`` the σ of each child column's
+        one-way histogram and with ``parent_children`` that of each parent column's histogram
+        of children (relviz's additions); for a stand-alone table, its mechanism's."""
         rho = Fraction(rho)
         if component.kind == "edge" and component.method != self.name:  # a linker (mixed mode)
             return dict(LINKERS.get(component.method, **component.params).noise_scales(
@@ -548,7 +561,8 @@ class PrivPetal(Params):
                "Alg. 2 line 10 new NPMs σ_M": plan.sigma_M,
                f"Alg. 2 line 8 h-scores σ_h (k = {me.k})": plan.sigma_h(me.k),
                "relviz: children with a null FK σ": plan.sigma_null,
-               f"relviz: children's one-way marginals σ (each of {plan.a})": plan.sigma_margins}
+               f"relviz: children's one-way marginals σ (each of {plan.a})": plan.sigma_margins,
+               f"relviz: children per parent value σ (each of {plan.h - 1})": plan.sigma_children}
         return {k: v for k, v in out.items() if math.isfinite(v)}
 
     # -- fit: Algorithm 4 ----------------------------------------------------------------------
@@ -691,7 +705,8 @@ class FittedPrivPetal:
                     size = _draw_logits(logits, cond, hvars, f.hmodel.dom, rng, rounded,
                                         f.n_noisy if f.size_raking else None,
                                         f.hmodel if calib else None,
-                                        f.size_calibration == "variables")
+                                        f.size_calibration == "variables",
+                                        _children_targets(f, hvars, len(pcodes)))
                     new = False
                 else:
                     n = max(1, int(round(float(f.n_noisy.sum()) * scale)))
@@ -947,6 +962,83 @@ def raked_size_probs(p: np.ndarray, counts: np.ndarray, n_sizes: np.ndarray, ite
         fit_margins(p * counts[:, None], counts, target * (n / target.sum()), iters, tol), p)
 
 
+def tilted_size_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, children: Mapping,
+                      rake: np.ndarray | None = None, rounds: int = 30, steps: int = 4,
+                      tol: float = 1e-4) -> np.ndarray:
+    """``p(size | context)`` tilted so that, for each household variable ``v`` with a released
+    histogram, the expected number of children of the rows with each value of ``v`` is the
+    released one (``parent_children``; relviz's addition, docs/methods/privpetal.md §5.9;
+    post-processing of released values and of the rows' attributes).
+
+    A mean constraint per value, so the closest distributions (least Kullback–Leibler
+    divergence) are exponential tilts: the rows with ``v = x`` get ``p(s | ctx)·e^{λ_{v,x}·s}``
+    renormalised (calibration to an auxiliary total: Deville & Särndal, "Calibration estimators
+    in survey sampling", JASA 1992, §3, the raking distance). Each ``λ_{v,x}`` takes a few
+    Newton steps on ``Σ_rows counts·E[s] = target`` (its derivative is the rows' summed
+    ``Var[s]``), one variable after another, for ``rounds`` rounds; with ``rake`` every round
+    ends with the size histogram raked to it (:func:`raked_size_probs`), as ``size_raking``
+    does. The targets are first scaled to one total of children: the size histogram's
+    (``Σ s·rake_s`` per row) with ``rake``, else the mean of their totals (each is a noisy
+    count of the same children). A target outside what the sizes allow is clipped into the
+    range.
+    Stops once every value's expected children are within ``tol`` of a child per row of its
+    target (relative to the rows with it).
+
+    Args:
+        p: ``(contexts, N+1)`` size distributions, rows summing to 1.
+        codes: ``{variable: (contexts,) int codes}`` of the household variables.
+        counts: ``(contexts,)`` rows with each context.
+        children: ``{variable: (dom[v],)}`` non-negative children per value, already scaled to
+            these rows; variables not in ``codes`` are ignored.
+        rake: ``(N+1,)`` released size histogram, or None.
+
+    Returns:
+        ``(contexts, N+1)`` float64, rows summing to 1.
+    """
+    p = np.asarray(p, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    parts = [(np.asarray(codes[v], dtype=np.int64), np.asarray(t, dtype=np.float64))
+             for v, t in children.items() if v in codes]
+    if not parts or counts.sum() <= 0:
+        return p
+    s = np.arange(p.shape[1], dtype=np.float64)
+    rk = None if rake is None else np.clip(np.asarray(rake, dtype=np.float64), 0.0, None)
+    total = float(rk @ s / rk.sum() * counts.sum()) if rk is not None and rk.sum() > 0 else \
+        float(np.mean([t.sum() for _, t in parts]))
+    parts = [(g, t * (total / t.sum()) if t.sum() > 0 else t) for g, t in parts]
+    with np.errstate(divide="ignore"):
+        logp = np.log(p)
+    lam = np.zeros(len(p))  # Σ_v λ_{v, x_v(ctx)} of every context
+    lams = [np.zeros(len(t)) for _, t in parts]
+    support = p > 0
+    lo = np.where(support.any(1), np.argmax(support, axis=1), 0).astype(np.float64)
+    hi = np.where(support.any(1), p.shape[1] - 1 - np.argmax(support[:, ::-1], axis=1), 0)
+    for _ in range(rounds):
+        worst = 0.0
+        for (g, t), lv in zip(parts, lams):
+            n_x = np.bincount(g, weights=counts, minlength=len(t))
+            tgt = np.clip(t, np.bincount(g, weights=counts * lo, minlength=len(t)) + 1e-6 * n_x,
+                          np.bincount(g, weights=counts * hi, minlength=len(t)) - 1e-6 * n_x)
+            for _ in range(steps):
+                q = logits_to_probs(logp + lam[:, None] * s)
+                m = q @ s
+                var = np.maximum(q @ (s * s) - m * m, 0.0)
+                f = np.bincount(g, weights=counts * m, minlength=len(t))
+                d = np.bincount(g, weights=counts * var, minlength=len(t))
+                gap = tgt - f
+                worst = max(worst, float(np.max(np.abs(gap) / np.maximum(n_x, 1.0))))
+                step = np.clip(np.divide(gap, d, out=np.zeros_like(gap), where=d > 1e-12), -1.0, 1.0)
+                lv += step
+                lam += step[g]
+        if rake is not None:
+            q = raked_size_probs(logits_to_probs(logp + lam[:, None] * s), counts, rake)
+            with np.errstate(divide="ignore"):
+                logp = np.log(q) - lam[:, None] * s
+        if worst < tol:
+            break
+    return logits_to_probs(logp + lam[:, None] * s)
+
+
 def _conditional_rows(joint: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     """Each row of the ``(contexts, N+1)`` table ``joint`` divided by its sum; a row with no
     mass is ``fallback``'s."""
@@ -1028,11 +1120,13 @@ def _size_margin(hv: list, codes: Mapping, counts: np.ndarray, model: Model, n_s
 
 def _draw_logits(logits: np.ndarray, codes: Mapping, ctx: list, dom: Mapping, rng: np.random.Generator,
                  rounded: bool, rake: np.ndarray | None = None, calibrate: Model | None = None,
-                 variables: bool = False) -> np.ndarray:
+                 variables: bool = False, children: Mapping | None = None) -> np.ndarray:
     """One draw per row from ``softmax(logits)``, the rows grouped by their ``ctx`` values
     (identical contexts share one distribution); ``rake``: the released size histogram to rake
     the distributions to (:func:`raked_size_probs`); ``calibrate``: the household model whose
-    clique margins they are raked to first (:func:`calibrated_size_probs`)."""
+    clique margins they are raked to first (:func:`calibrated_size_probs`); ``children``:
+    ``{variable: (dom,)}`` children per value the sizes are tilted to, with ``rake`` in the same
+    loop (:func:`tilted_size_probs`, ``parent_children``)."""
     gid = _group_ids(codes, ctx, dom) if codes else np.zeros(len(logits), dtype=np.int64)
     first = np.zeros(gid.max() + 1 if len(gid) else 0, dtype=np.int64)
     first[gid[::-1]] = np.arange(len(gid))[::-1]
@@ -1041,9 +1135,24 @@ def _draw_logits(logits: np.ndarray, codes: Mapping, ctx: list, dom: Mapping, rn
     if calibrate is not None:
         probs = calibrated_size_probs(probs, {v: np.asarray(codes[v])[first] for v in ctx},
                                       counts, calibrate, variables=variables)
-    if rake is not None:
+    if children:
+        probs = tilted_size_probs(probs, {v: np.asarray(codes[v])[first] for v in ctx}, counts,
+                                  children, rake)
+    elif rake is not None:
         probs = raked_size_probs(probs, counts, rake)
     return draw_from_table(gid, probs, rng, rounded=rounded)
+
+
+def _children_targets(f: FKFit, hvars: list, rows: int) -> dict:
+    """``parent_children`` (docs §5.9): ``{household variable: (dom,)}`` the released children
+    per value, clamped at 0 and scaled from the noisy number of parents ``Σ ñ_s`` to ``rows``
+    (the referenced rows being drawn sizes for); {} without the release."""
+    released = getattr(f, "children", None)  # (a fit pickled before the option)
+    parents = float(np.sum(f.n_noisy))
+    if not released or parents <= 0:
+        return {}
+    return {v: np.maximum(np.asarray(t, dtype=np.float64), 0.0) * (rows / parents)
+            for v, t in zip(hvars, released)}
 
 
 def _decompose(cols: Mapping, size: np.ndarray, perm: np.ndarray, f: FKFit

@@ -302,6 +302,11 @@ class PrivateFK:
         self._check()
         return np.bincount(self._i[self._in_group, k], minlength=self.idom[k]).astype(np.float64)
 
+    def _parent_children(self, j: int) -> np.ndarray:
+        self._check()
+        return np.bincount(self._h[:, j], weights=self._g.size.astype(np.float64),
+                           minlength=self.hdom[j])
+
     # -- releases --------------------------------------------------------------------------------
     def release_null_count(self, budget: Budget, *, rho: Fraction, sensitivity: float, label: str,
                            source: str = "") -> float:
@@ -332,6 +337,29 @@ class PrivateFK:
                 noisy, _ = budget.gaussian(self._child_histogram(k), rho=rho_each,
                                            sensitivity=sensitivity,
                                            label=f"relviz: children's one-way marginal of {name}",
+                                           source=source or SOURCE, integer=True)
+                out.append(np.asarray(noisy, dtype=np.float64))
+        return out
+
+    def release_parent_children(self, budget: Budget, *, rho_each: Fraction, sensitivity: float,
+                                names: Sequence[str], source: str = "") -> list[np.ndarray]:
+        """For each household (parent) column ``j``, the number of children in groups whose
+        parent has each value, plus ``N(0, σ²)`` per cell, one release of ρ ``rho_each`` each
+        (``parent_children``; relviz's addition, not in [P]: docs/methods/privpetal.md §5.9).
+        ``sensitivity`` is ``FKSensitivity.children``: the child table's histogram multiplier
+        under the entity unit (each child row is in one cell, and a parent's values never
+        change), ``√2·max(1, τ)`` under the tuple unit (a parent row that changes its values
+        moves its children together).
+
+        Returns:
+            ``h − 1`` float64 arrays, shape ``(hdom[j],)``, in children (unclipped noisy counts).
+        """
+        out = []
+        with self._charged():
+            for j, name in enumerate(names):
+                noisy, _ = budget.gaussian(self._parent_children(j), rho=rho_each,
+                                           sensitivity=sensitivity,
+                                           label=f"relviz: children per parent value of {name}",
                                            source=source or SOURCE, integer=True)
                 out.append(np.asarray(noisy, dtype=np.float64))
         return out
