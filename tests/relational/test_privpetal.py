@@ -1914,6 +1914,14 @@ def test_authors_tpch_setup_configures_every_fk() -> None:
     for c in base.edges:
         want = {**guarded.component(c.name).params, **F.MARGIN_GUARDS}
         assert margins.component(c.name).params == want, c.name
+    children = F._authors_params(base, spec, "guarded-children", schema)
+    assert not children.problems(schema)
+    for c in base.edges:
+        to_public = schema.table(schema.foreign_key(c.name).parent).public
+        want = {**margins.component(c.name).params, **({} if to_public else F.CHILDREN_GUARDS)}
+        assert children.component(c.name).params == want, c.name
+    assert children.component("lineitem.l_orderkey->orders").params == {
+        "child_margins": True, "parent_children": True}
     assert F._authors_params(base, spec, "relviz", schema) is base
     for setup, sch in (("authors-generic", None), ("paper", schema)):
         with pytest.raises(ValueError, match="setup"):
