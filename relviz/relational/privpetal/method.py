@@ -980,9 +980,8 @@ def tilted_size_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, childre
     does. The targets are first scaled to one total of children: the size histogram's
     (``Σ s·rake_s`` per row) with ``rake``, else the mean of their totals (each is a noisy
     count of the same children). A target outside what the sizes allow is clipped into the
-    range.
-    Stops once every value's expected children are within ``tol`` of a child per row of its
-    target (relative to the rows with it).
+    range. Stops once every value's expected children are within ``tol`` children per row of
+    its target.
 
     Args:
         p: ``(contexts, N+1)`` size distributions, rows summing to 1.
