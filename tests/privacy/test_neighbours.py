@@ -647,11 +647,17 @@ def _petal_bound_reached(monkeypatch: pytest.MonkeyPatch, db: Any, plan: Plan, n
     return reference
 
 
-def test_privpetal_child_margins_sensitivity_is_reached(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The children's one-way marginals (relviz's ``child_margins``) on the neighbour that changes
-    them the most: removing the order whose two items (the cap) share a mode changes that cell by
-    2 = r(items) = Δ_hist; within the declared Δ, and the harness reports a violation once Δ_hist
-    is halved, so the bound is reached."""
+@pytest.mark.parametrize(("field", "what", "prefix"), [
+    ("hist", "one-way marginal of mode", "relviz: children's one-way marginal of "),
+    ("children", "children per parent value of prio", "relviz: children per parent value of ")])
+def test_privpetal_histogram_sensitivity_is_reached(monkeypatch: pytest.MonkeyPatch, field: str,
+                                                    what: str, prefix: str) -> None:
+    """The children's one-way marginals (``child_margins``) and the children per parent value
+    (``parent_children``), relviz's additions, on the neighbour that changes them the most:
+    removing the order whose two items (the cap) share a mode, and are both children of a
+    ``prio0`` order, changes that cell of either histogram by 2 = r(items) = Δ_hist =
+    Δ_children; within the declared Δ, and the harness reports a violation once Δ is halved, so
+    the bound is reached."""
     import pandas as pd
 
     from relviz.database import Database
@@ -666,37 +672,9 @@ def test_privpetal_child_margins_sensitivity_is_reached(monkeypatch: pytest.Monk
                                     "mode": ["mode1", "mode1", "mode2"], "qty": ["qty0", "qty1", "qty1"]})
     db = Database(schema, frames)
     nbrs = list(entity_neighbours(db))
-    reference = _petal_bound_reached(monkeypatch, db, _petal_plan(schema), nbrs, "hist",
-                                     "one-way marginal of mode", "privpetal child margins")
-    rel = [r for r in reference if r.label.startswith("relviz: children's one-way marginal of ")]
-    assert len(rel) == 2 * 2 + 2 and {r.sensitivity for r in rel if "items" in r.component} == {2.0}
-
-
-
-def test_privpetal_parent_children_sensitivity_is_reached(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The children per parent value (relviz's ``parent_children``) on the neighbour that changes
-    them the most: removing the order whose two items (the cap) are both children of a ``prio0``
-    order changes that cell by 2 = r(items) = Δ_children; within the declared Δ, and the harness
-    reports a violation once Δ_children is halved, so the bound is reached."""
-    import pandas as pd
-
-    from relviz.database import Database
-    from tests.privacy.neighbours import entity_neighbours
-
-    schema = _petal_shop()
-    frames = {t.name: pd.DataFrame({"region": ["N", "S"], "climate": ["cold", "warm"]})
-              for t in schema.tables if t.public}
-    frames["orders"] = pd.DataFrame({"oid": [1, 2], "region": ["N", "S"], "prio": ["prio0", "prio1"],
-                                     "kind": ["kind0", "kind2"]})
-    frames["items"] = pd.DataFrame({"iid": [1, 2, 3], "oid": [1, 1, 2], "depot": ["N", "S", "S"],
-                                    "mode": ["mode1", "mode1", "mode2"], "qty": ["qty0", "qty1", "qty1"]})
-    db = Database(schema, frames)
-    nbrs = list(entity_neighbours(db))
-    reference = _petal_bound_reached(monkeypatch, db, _petal_plan(schema), nbrs, "children",
-                                     "children per parent value of prio",
-                                     "privpetal parent children")
-    rel = [r for r in reference if r.label.startswith("relviz: children per parent value of ")
-           and r.component == "items.oid->orders"]
+    reference = _petal_bound_reached(monkeypatch, db, _petal_plan(schema), nbrs, field, what,
+                                     f"privpetal {field}")
+    rel = [r for r in reference if r.label.startswith(prefix) and r.component == "items.oid->orders"]
     assert rel and {r.sensitivity for r in rel} == {2.0}
 
 

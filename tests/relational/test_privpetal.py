@@ -2396,41 +2396,6 @@ def margins_fit():
     return db, plan, kind, synth, syn
 
 
-def test_child_margins_release_ledger_and_noise_scales(margins_fit) -> None:  # noqa: ANN001
-    """One release per child column, labelled "relviz: children's one-way marginal of <column>",
-    each at ρ_margins/a with the declared Δ_hist and the σ the Budget panel shows (noise_scales);
-    every other release costs its planned ρ on the remaining 49/50; the plan sums to the FK's ρ
-    and the ledger stays within it."""
-    from relviz.errors import ParameterError
-    from relviz.relational.privpetal.method import PrivPetal
-
-    db, plan, _, synth, _ = margins_fit
-    fk = plan.edges[0].name
-    rho = Fraction(plan.rho_of(fk))
-    method = synth.database_.method
-    mult = multipliers(db.schema)
-    p, _, ienc = method.for_component(plan.with_params(fk, child_margins=True).edges[0])._fk_plan(
-        db.schema, db.schema.foreign_key(fk), rho, mult)
-    assert p.planned() == rho and p.rho_margins == rho / 50
-    rel = [e for e in synth.ledger_ if e.label.startswith("relviz: children's one-way marginal")]
-    assert [e.label.rsplit(" ", 1)[1] for e in rel] == list(ienc.names) == ["qty"]
-    assert sum(e.rho for e in rel) == p.rho_margins  # the ledger's histograms = the plan's share
-    for e in rel:
-        assert e.rho == p.rho_margin_each() and e.sensitivity == p.sens.hist == 1.0
-        assert e.sigma == pytest.approx(p.sigma_margins, rel=1e-9)
-    comp = next(c for c in plan.with_params(fk, child_margins=True).edges if c.name == fk)
-    scales = method.noise_scales(db.schema, comp, rho, multipliers=mult)
-    assert scales["relviz: children's one-way marginals σ (each of 1)"] == pytest.approx(p.sigma_margins)
-    _check_release_costs(p, [e for e in synth.ledger_ if e.component == fk])
-    assert synth.accountant_.spent(fk) <= rho
-    f = synth.database_.fits[fk]
-    assert len(f.margins) == 1 and f.margins[0].shape == (4,) and (f.margins[0] >= 0).all()
-    off = method.noise_scales(db.schema, plan.edges[0], rho, multipliers=mult)
-    assert not any("one-way" in k for k in off)
-    with pytest.raises(ParameterError, match="child_margins"):
-        PrivPetal(child_margins="yes")
-
-
 def test_child_margins_rake_the_drawn_children_to_the_released_histogram(margins_fit) -> None:  # noqa: ANN001
     """Sampling follows the released histogram whatever the model says: with the fit's released
     histogram replaced by one far from the data (shares .55/.05/.10/.30; the real .25 each
@@ -2551,38 +2516,58 @@ def children_fit():
     return db, plan, kind, synth, syn
 
 
-def test_parent_children_release_ledger_and_noise_scales(children_fit) -> None:  # noqa: ANN001
-    """One release per parent column, labelled "relviz: children per parent value of <column>",
-    each at ρ_children/(h − 1) with the declared Δ_children and the σ the Budget panel shows
-    (noise_scales); every other release costs its planned ρ on the remaining 49/50; the ledger's
-    histograms sum to the plan's share and the ledger stays within the FK's ρ."""
+# one release per column: (fixture, parameter, label prefix, Budget panel key, encoding side, its
+# names, plan attributes: share, each, σ, Δ; FKFit attribute and the array's shape)
+HISTOGRAM_RELEASES = {
+    "child_margins": ("margins_fit", "relviz: children's one-way marginal of ",
+                      "relviz: children's one-way marginals σ (each of 1)", 2, ["qty"],
+                      ("rho_margins", "rho_margin_each", "sigma_margins", "hist"), "margins", (4,)),
+    "parent_children": ("children_fit", "relviz: children per parent value of ",
+                        "relviz: children per parent value σ (each of 1)", 1, ["kind"],
+                        ("rho_children", "rho_children_each", "sigma_children", "children"),
+                        "children", (8,)),
+}
+
+
+@pytest.mark.parametrize("param", list(HISTOGRAM_RELEASES))
+def test_histogram_releases_ledger_and_noise_scales(param: str, request: pytest.FixtureRequest) -> None:
+    """``child_margins`` / ``parent_children``: one release per child / parent column, labelled
+    "relviz: children's one-way marginal of <column>" / "relviz: children per parent value of
+    <column>", each at its share/columns with the declared Δ (1 here: the entity is the item) and
+    the σ the Budget panel shows (noise_scales); the ledger's releases sum to the plan's share
+    (1/50), every other release costs its planned ρ on the remaining 49/50, and the ledger stays
+    within the FK's ρ. Without the option the Budget panel has no such σ; a non-bool value is a
+    ParameterError."""
     from relviz.errors import ParameterError
     from relviz.relational.privpetal.method import PrivPetal
 
-    db, plan, kind, synth, _ = children_fit
+    fixture, prefix, key, side, names, (share, each, sigma, sens), attr, shape = \
+        HISTOGRAM_RELEASES[param]
+    db, plan, _, synth, _ = request.getfixturevalue(fixture)
     fk = plan.edges[0].name
     rho = Fraction(plan.rho_of(fk))
     method = synth.database_.method
     mult = multipliers(db.schema)
-    comp = next(c for c in plan.with_params(fk, parent_children=True).edges if c.name == fk)
-    p, henc, _ = method.for_component(comp)._fk_plan(db.schema, db.schema.foreign_key(fk), rho, mult)
-    assert p.planned() == rho and p.rho_children == rho / 50
-    rel = [e for e in synth.ledger_ if e.label.startswith("relviz: children per parent value")]
-    assert [e.label.rsplit(" ", 1)[1] for e in rel] == list(henc.names) == ["kind"]
-    assert sum(e.rho for e in rel) == p.rho_children
+    comp = next(c for c in plan.with_params(fk, **{param: True}).edges if c.name == fk)
+    planned = method.for_component(comp)._fk_plan(db.schema, db.schema.foreign_key(fk), rho, mult)
+    p, enc = planned[0], planned[side]
+    assert p.planned() == rho and getattr(p, share) == rho / 50
+    rel = [e for e in synth.ledger_ if e.label.startswith(prefix)]
+    assert [e.label.rsplit(" ", 1)[1] for e in rel] == list(enc.names) == names
+    assert sum(e.rho for e in rel) == getattr(p, share)  # the ledger's histograms = the plan's share
     for e in rel:
-        assert e.rho == p.rho_children_each() and e.sensitivity == p.sens.children == 1.0
-        assert e.sigma == pytest.approx(p.sigma_children, rel=1e-9)
+        assert e.rho == getattr(p, each)() and e.sensitivity == getattr(p.sens, sens) == 1.0
+        assert e.sigma == pytest.approx(getattr(p, sigma), rel=1e-9)
     scales = method.noise_scales(db.schema, comp, rho, multipliers=mult)
-    assert scales["relviz: children per parent value σ (each of 1)"] == pytest.approx(p.sigma_children)
+    assert scales[key] == pytest.approx(getattr(p, sigma))
     _check_release_costs(p, [e for e in synth.ledger_ if e.component == fk])
     assert synth.accountant_.spent(fk) <= rho
-    f = synth.database_.fits[fk]
-    assert len(f.children) == 1 and f.children[0].shape == (8,) and (f.children[0] >= 0).all()
+    arrays = getattr(synth.database_.fits[fk], attr)
+    assert len(arrays) == 1 and arrays[0].shape == shape and (arrays[0] >= 0).all()
     off = method.noise_scales(db.schema, plan.edges[0], rho, multipliers=mult)
-    assert not any("per parent value" in k for k in off)
-    with pytest.raises(ParameterError, match="parent_children"):
-        PrivPetal(parent_children=1)
+    assert key not in off
+    with pytest.raises(ParameterError, match=param):
+        PrivPetal(**{param: 1})
 
 
 def test_parent_children_tilt_the_drawn_sizes_to_the_released_counts(children_fit) -> None:  # noqa: ANN001

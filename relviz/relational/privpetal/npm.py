@@ -36,7 +36,7 @@ A bare ``docs §N`` below is docs/methods/privpetal.md §N.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -331,15 +331,9 @@ class PrivateFK:
         Returns:
             ``a`` float64 arrays, shape ``(idom[k],)``, in children (unclipped noisy counts).
         """
-        out = []
-        with self._charged():
-            for k, name in enumerate(names):
-                noisy, _ = budget.gaussian(self._child_histogram(k), rho=rho_each,
-                                           sensitivity=sensitivity,
-                                           label=f"relviz: children's one-way marginal of {name}",
-                                           source=source or SOURCE, integer=True)
-                out.append(np.asarray(noisy, dtype=np.float64))
-        return out
+        return self._release_histograms(budget, self._child_histogram, names, rho_each=rho_each,
+                                        sensitivity=sensitivity, source=source,
+                                        label="relviz: children's one-way marginal of")
 
     def release_parent_children(self, budget: Budget, *, rho_each: Fraction, sensitivity: float,
                                 names: Sequence[str], source: str = "") -> list[np.ndarray]:
@@ -354,13 +348,21 @@ class PrivateFK:
         Returns:
             ``h − 1`` float64 arrays, shape ``(hdom[j],)``, in children (unclipped noisy counts).
         """
+        return self._release_histograms(budget, self._parent_children, names, rho_each=rho_each,
+                                        sensitivity=sensitivity, source=source,
+                                        label="relviz: children per parent value of")
+
+    def _release_histograms(self, budget: Budget, exact: Callable[[int], np.ndarray],
+                            names: Sequence[str], *, rho_each: Fraction, sensitivity: float,
+                            label: str, source: str) -> list[np.ndarray]:
+        """``exact(k) + N(0, σ²)`` per cell for each column ``k`` of ``names``, one charged
+        release of ρ ``rho_each`` each, labelled ``"<label> <name>"``."""
         out = []
         with self._charged():
-            for j, name in enumerate(names):
-                noisy, _ = budget.gaussian(self._parent_children(j), rho=rho_each,
-                                           sensitivity=sensitivity,
-                                           label=f"relviz: children per parent value of {name}",
-                                           source=source or SOURCE, integer=True)
+            for k, name in enumerate(names):
+                noisy, _ = budget.gaussian(exact(k), rho=rho_each, sensitivity=sensitivity,
+                                           label=f"{label} {name}", source=source or SOURCE,
+                                           integer=True)
                 out.append(np.asarray(noisy, dtype=np.float64))
         return out
 
