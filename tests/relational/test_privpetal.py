@@ -1896,32 +1896,25 @@ def test_authors_tpch_setup_configures_every_fk() -> None:
         assert (pub.get("lam") == own[c.name]["lam"]) is to_public, c.name
         assert (gen.get("lam") == own[c.name]["lam"]) is not to_public, c.name
         assert "order" not in pub and gen["order"] == 2 and gen["splits"], c.name
-    guarded = F._authors_params(base, spec, "public-fks-guarded", schema)
-    assert not guarded.problems(schema)
-    for c in base.edges:
-        to_public = schema.table(schema.foreign_key(c.name).parent).public
-        want = {**public.component(c.name).params, **(F.PUBLIC_GUARDS if to_public else {})}
-        assert guarded.component(c.name).params == want, c.name
-    sizes = F._authors_params(base, spec, "guarded-sizes", schema)
-    assert not sizes.problems(schema)
-    for c in base.edges:
-        to_public = schema.table(schema.foreign_key(c.name).parent).public
-        want = {**guarded.component(c.name).params, **({} if to_public else F.PRIVATE_PARENT_GUARDS)}
-        assert sizes.component(c.name).params == want, c.name
-    assert sizes.component("lineitem.l_orderkey->orders").params == {"size_calibration": "variables"}
-    margins = F._authors_params(base, spec, "guarded-margins", schema)
-    assert not margins.problems(schema)
-    for c in base.edges:
-        want = {**guarded.component(c.name).params, **F.MARGIN_GUARDS}
-        assert margins.component(c.name).params == want, c.name
-    children = F._authors_params(base, spec, "guarded-children", schema)
-    assert not children.problems(schema)
-    for c in base.edges:
-        to_public = schema.table(schema.foreign_key(c.name).parent).public
-        want = {**margins.component(c.name).params, **({} if to_public else F.CHILDREN_GUARDS)}
-        assert children.component(c.name).params == want, c.name
-    assert children.component("lineitem.l_orderkey->orders").params == {
-        "child_margins": True, "parent_children": True}
+    # each guarded setup: the setup it builds on, with its guards on the FKs to public / private
+    # parents
+    layers = [("public-fks-guarded", "authors-public-fks", F.PUBLIC_GUARDS, {}),
+              ("guarded-sizes", "public-fks-guarded", {}, F.PRIVATE_PARENT_GUARDS),
+              ("guarded-margins", "public-fks-guarded", F.MARGIN_GUARDS, F.MARGIN_GUARDS),
+              ("guarded-children", "guarded-margins", {}, F.CHILDREN_GUARDS)]
+    built = {"authors-public-fks": public}
+    for setup, below, on_public, on_private in layers:
+        got = F._authors_params(base, spec, setup, schema)
+        assert not got.problems(schema), setup
+        for c in base.edges:
+            to_public = schema.table(schema.foreign_key(c.name).parent).public
+            want = {**built[below].component(c.name).params, **(on_public if to_public else on_private)}
+            assert got.component(c.name).params == want, (setup, c.name)
+        built[setup] = got
+    li = "lineitem.l_orderkey->orders"
+    assert built["guarded-sizes"].component(li).params == {"size_calibration": "variables"}
+    assert built["guarded-children"].component(li).params == {"child_margins": True,
+                                                              "parent_children": True}
     assert F._authors_params(base, spec, "relviz", schema) is base
     for setup, sch in (("authors-generic", None), ("paper", schema)):
         with pytest.raises(ValueError, match="setup"):
@@ -2374,20 +2367,6 @@ def test_C2_child_margins_plan_spends_exactly_the_fk_budget(preset: str, h: int,
     assert bare.rho_margins == 0 and math.isinf(bare.sigma_margins)
 
 
-def test_child_margins_sensitivity_is_the_child_tables_histogram_multiplier() -> None:
-    """Δ_hist of an FK is the child table's histogram multiplier: under the households entity a
-    removed household removes up to N = 4 persons (all may fall in one cell: 4); under the tuple
-    unit one row changes its values (√2)."""
-    schema = household_schema()
-    mult = multipliers(schema)
-    for fk in schema.private_foreign_keys:
-        assert acc.fk_sensitivities(schema, mult, fk).hist == mult.table_histogram(fk.child)
-    persons = schema.foreign_key("persons.hid->households")
-    assert acc.fk_sensitivities(schema, mult, persons).hist == 4.0
-    tup = schema.with_privacy_unit(PrivacyUnit(None, dict(schema.privacy_unit.caps), neighbour="tuple"))
-    assert acc.fk_sensitivities(tup, multipliers(tup), persons).hist == math.sqrt(2.0)
-
-
 @pytest.fixture(scope="module")
 def margins_fit():
     """The rare-public-value toy fitted with ``child_margins=True`` (ε 0.2, λ 0.2)."""
@@ -2486,22 +2465,25 @@ def test_C2_parent_children_plan_spends_exactly_the_fk_budget(preset: str, h: in
         assert math.isinf(plan.sigma_children) and plan.rho_children_each() == 0
 
 
-def test_parent_children_sensitivity() -> None:
-    """Δ_children under the entity unit is the child table's histogram multiplier (a parent's
-    values and a surviving child's FK never change; a removed household removes up to N = 4
-    persons, all possibly of one household value: 4); under the tuple unit a household row that
-    changes its values moves its ≤ τ = 4 persons together: √2·4, and a child re-pointing to
-    another parent moves one: √2 for an FK to a public parent."""
+def test_histogram_sensitivities_of_child_margins_and_parent_children() -> None:
+    """Δ_hist (``child_margins``) and Δ_children (``parent_children``) of an FK under the entity
+    unit are the child table's histogram multiplier (a parent's values and a surviving child's FK
+    never change; a removed household removes up to N = 4 persons, all possibly in one cell: 4).
+    Under the tuple unit one row changes its values: Δ_hist = √2; a household row that changes
+    its values moves its ≤ τ = 4 persons together, Δ_children = √2·4, and for an FK to a public
+    parent only a child re-pointing moves a count, √2."""
     schema = household_schema()
     mult = multipliers(schema)
     for fk in schema.private_foreign_keys:
-        assert acc.fk_sensitivities(schema, mult, fk).children == mult.table_histogram(fk.child)
+        sens = acc.fk_sensitivities(schema, mult, fk)
+        assert sens.hist == sens.children == mult.table_histogram(fk.child)
     persons = schema.foreign_key("persons.hid->households")
-    assert acc.fk_sensitivities(schema, mult, persons).children == 4.0
+    sens = acc.fk_sensitivities(schema, mult, persons)
+    assert sens.hist == sens.children == 4.0
     tup = schema.with_privacy_unit(PrivacyUnit(None, dict(schema.privacy_unit.caps), neighbour="tuple"))
+    sens = acc.fk_sensitivities(tup, multipliers(tup), persons)
     tau = int(tup.privacy_unit.caps[persons.name])
-    assert acc.fk_sensitivities(tup, multipliers(tup), persons).children == pytest.approx(
-        math.sqrt(2.0) * tau)
+    assert sens.hist == math.sqrt(2.0) and sens.children == pytest.approx(math.sqrt(2.0) * tau)
     db, _, _ = _rare_public_value()  # an FK to a public parent under the tuple unit
     rare = db.schema.with_privacy_unit(PrivacyUnit(None, {"items.pid->parts": 6}, neighbour="tuple"))
     assert acc.fk_sensitivities(rare, multipliers(rare), rare.foreign_key("items.pid->parts")
