@@ -827,16 +827,23 @@ def _draw_logits_fn(logits_fn: Callable, codes: Mapping, ctx: list, dom: Mapping
     (``Conditional.pairs``): the model's ``p(target | v)`` the drawn distributions are raked to
     (:func:`calibrated_column_probs`); ``total`` (``(k,)``, ``child_margins``): the expected
     histogram of the target over the rows they are raked to as well."""
-    n = len(next(iter(codes.values()))) if codes else 0
-    gid = _group_ids(codes, ctx, dom)
-    first = np.zeros(gid.max() + 1, dtype=np.int64)
-    first[gid[::-1]] = np.arange(n)[::-1]
-    ctx_codes = {v: np.asarray(codes[v])[first] for v in ctx}
+    gid, first, ctx_codes, counts = _contexts(codes, ctx, dom,
+                                              len(next(iter(codes.values()))) if codes else 0)
     probs = logits_to_probs(logits_fn(ctx_codes))
     if pairs or total is not None:
-        probs = calibrated_column_probs(probs, ctx_codes, np.bincount(gid, minlength=len(first)),
-                                        pairs or {}, total=total)
+        probs = calibrated_column_probs(probs, ctx_codes, counts, pairs or {}, total=total)
     return draw_from_table(gid, probs, rng, rounded=rounded)
+
+
+def _contexts(codes: Mapping, ctx: list, dom: Mapping, n: int
+              ) -> tuple[np.ndarray, np.ndarray, dict, np.ndarray]:
+    """The ``n`` rows grouped by their ``ctx`` values: ``(gid, first, ctx_codes, counts)``, each
+    row's context id, each context's first row, each context's codes and its rows."""
+    gid = _group_ids(codes, ctx, dom) if codes else np.zeros(n, dtype=np.int64)
+    first = np.zeros(gid.max() + 1 if len(gid) else 0, dtype=np.int64)
+    first[gid[::-1]] = np.arange(len(gid))[::-1]
+    return gid, first, {v: np.asarray(codes[v])[first] for v in ctx}, \
+        np.bincount(gid, minlength=len(first))
 
 
 def calibrated_column_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, pairs: Mapping,
@@ -1012,12 +1019,14 @@ def tilted_size_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, childre
     support = p > 0
     lo = np.where(support.any(1), np.argmax(support, axis=1), 0).astype(np.float64)
     hi = np.where(support.any(1), p.shape[1] - 1 - np.argmax(support[:, ::-1], axis=1), 0)
+    goals = []  # per column: its rows per value and its targets clipped into the sizes' range
+    for g, t in parts:
+        n_x = np.bincount(g, weights=counts, minlength=len(t))
+        goals.append((n_x, np.clip(t, np.bincount(g, weights=counts * lo, minlength=len(t)) + 1e-6 * n_x,
+                                   np.bincount(g, weights=counts * hi, minlength=len(t)) - 1e-6 * n_x)))
     for _ in range(rounds):
         worst = 0.0
-        for (g, t), lv in zip(parts, lams):
-            n_x = np.bincount(g, weights=counts, minlength=len(t))
-            tgt = np.clip(t, np.bincount(g, weights=counts * lo, minlength=len(t)) + 1e-6 * n_x,
-                          np.bincount(g, weights=counts * hi, minlength=len(t)) - 1e-6 * n_x)
+        for (g, t), lv, (n_x, tgt) in zip(parts, lams, goals):
             for _ in range(steps):
                 q = logits_to_probs(logp + lam[:, None] * s)
                 m = q @ s
@@ -1126,17 +1135,12 @@ def _draw_logits(logits: np.ndarray, codes: Mapping, ctx: list, dom: Mapping, rn
     clique margins they are raked to first (:func:`calibrated_size_probs`); ``children``:
     ``{variable: (dom,)}`` children per value the sizes are tilted to, with ``rake`` in the same
     loop (:func:`tilted_size_probs`, ``parent_children``)."""
-    gid = _group_ids(codes, ctx, dom) if codes else np.zeros(len(logits), dtype=np.int64)
-    first = np.zeros(gid.max() + 1 if len(gid) else 0, dtype=np.int64)
-    first[gid[::-1]] = np.arange(len(gid))[::-1]
+    gid, first, ctx_codes, counts = _contexts(codes, ctx, dom, len(logits))
     probs = logits_to_probs(logits[first])
-    counts = np.bincount(gid, minlength=len(first))
     if calibrate is not None:
-        probs = calibrated_size_probs(probs, {v: np.asarray(codes[v])[first] for v in ctx},
-                                      counts, calibrate, variables=variables)
+        probs = calibrated_size_probs(probs, ctx_codes, counts, calibrate, variables=variables)
     if children:
-        probs = tilted_size_probs(probs, {v: np.asarray(codes[v])[first] for v in ctx}, counts,
-                                  children, rake)
+        probs = tilted_size_probs(probs, ctx_codes, counts, children, rake)
     elif rake is not None:
         probs = raked_size_probs(probs, counts, rake)
     return draw_from_table(gid, probs, rng, rounded=rounded)
