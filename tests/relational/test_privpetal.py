@@ -421,10 +421,12 @@ def test_C1_tpch_rows_and_reverse_check() -> None:
 
 
 @pytest.mark.parametrize("preset", list(acc.PRESETS))
-@pytest.mark.parametrize(("h", "a", "o"), [(15, 17, 3), (6, 4, 1), (1, 5, 2), (1, 3, 1), (4, 6, 2)])
+@pytest.mark.parametrize(("h", "a", "o"), [(15, 17, 3), (6, 4, 1), (1, 5, 2), (1, 3, 1), (4, 6, 2),
+                                       (5, 0, 2), (1, 0, 1)])
 def test_C2_plan_spends_exactly_the_fk_budget(preset: str, h: int, a: int, o: int) -> None:
     """C2: every preset's plan sums exactly (Fraction) to the FK's ρ, including the o = 1 and
-    A_H = {size} redistributions; σ = Δ·√(q/b) realises cost exactly b (σ_n check)."""
+    A_H = {size} redistributions and a child without attributes (a = 0: no refining target, no
+    individual quarters); σ = Δ·√(q/b) realises cost exactly b (σ_n check)."""
     rho = Fraction(3, 7)
     plan = acc.plan_fk(rho, h=h, a=a, N=6, o=o, sens=acc.FKSensitivity(1, 0), preset=preset)
     assert plan.planned() == rho
@@ -433,6 +435,27 @@ def test_C2_plan_spends_exactly_the_fk_budget(preset: str, h: int, a: int, o: in
         assert plan.rho_intra == 0
     if h == 1:
         assert plan.rho_hsub == 0
+    if a == 0:
+        assert plan.J == 0 and plan.rho_target == plan.rho_isub == plan.rho_inter == 0
+
+
+@pytest.mark.parametrize("preset", list(acc.PRESETS))
+def test_C2_empty_stage_shares_go_to_the_stages_that_remain(preset: str) -> None:
+    """relviz's rule (docs §4.4): with a child without attributes (a = 0) there is no refining
+    target, so f_refine is shared by the group sizes, the R-scores and the household model in
+    proportion to f_n : f_R : f_init; with A_H = {size} as well only the group sizes remain and
+    take the whole ρ. With a > 0 the paper's shares are unchanged (f_n·ρ exactly)."""
+    p = acc.PRESETS[preset]
+    rho = Fraction(3, 7)
+    sens = acc.FKSensitivity(1, 0)
+    plan = acc.plan_fk(rho, h=5, a=0, N=6, o=2, sens=sens, preset=preset)
+    kept = p.f_n + p.f_R + p.f_init
+    assert plan.rho_n == rho * p.f_n / kept
+    assert plan.rho_R == rho * p.f_R / kept
+    assert plan.rho_hsub == rho * p.f_init / kept
+    only_sizes = acc.plan_fk(rho, h=1, a=0, N=6, o=2, sens=sens, preset=preset)
+    assert only_sizes.rho_n == rho and only_sizes.planned() == rho
+    assert acc.plan_fk(rho, h=5, a=3, N=6, o=2, sens=sens, preset=preset).rho_n == rho * p.f_n
 
 
 @pytest.mark.parametrize("preset", list(acc.PRESETS))
@@ -1147,6 +1170,32 @@ def test_C4_ledger_semantics(household_fit) -> None:  # noqa: ANN001
     _check_release_costs(p, ledger)
     assert synth.accountant_.spent(fk) <= plan.rho_of(fk)
     assert any("Alg. 2 line 10" in e.label for e in ledger)
+
+
+def test_C4_a_child_without_attributes_spends_its_whole_plan() -> None:
+    """C4 with ``a = 0`` (persons with no attribute but their FK): the refining share is passed
+    on (docs §4.4), so the group sizes and the R-scores are released at ``ρ·f/(f_n + f_R +
+    f_init)`` (before the rule: ``ρ·f``, with f_refine = 40 % of ρ never spent), every release
+    costs the planned ρ of its kind, and the realised total stays within the plan."""
+    db = household_db(400, seed=3)
+    persons = db["persons"][["pid", "hid"]]
+    s = db.schema
+    schema = Schema((s.table("households"), Table("persons", ("pid",), ())), s.foreign_keys,
+                    s.privacy_unit, name="toy-no-person-attributes")
+    db = Database(schema, {"households": db["households"], "persons": persons})
+    synth, syn, plan = fit_sample(db, 8.0, seed=1, lam=1.0)
+    integrity(db, syn)
+    fk = plan.edges[0].name
+    p, _, _ = synth.database_.method._fk_plan(schema, schema.foreign_key(fk),
+                                              Fraction(plan.rho_of(fk)), multipliers(schema))
+    assert p.a == 0 and p.J == 0 and p.planned() == Fraction(plan.rho_of(fk))
+    _check_release_costs(p, synth.ledger_)
+    pre = acc.PRESETS["relviz"]
+    kept = pre.f_n + pre.f_R + pre.f_init
+    by_line = {e.label.split(":")[0]: e.rho for e in synth.ledger_}
+    assert by_line["Alg. 1 line 1"] == Fraction(plan.rho_of(fk)) * pre.f_n / kept
+    assert by_line["Alg. 1 line 2"] == Fraction(plan.rho_of(fk)) * pre.f_R / kept
+    assert synth.accountant_.spent(fk) <= plan.rho_of(fk)
 
 
 def test_C6_same_seed_same_database(household_fit) -> None:  # noqa: ANN001

@@ -473,11 +473,19 @@ def plan_fk(rho: Fraction, *, h: int, a: int, N: int, o: int, sens: FKSensitivit
         for k in others:
             w[k] += Fraction(1, len(others))
     total_w = sum(w.values())
-    init = rho * p.f_init
+    # A stage with nothing to release (no R-scores when h + a ≤ 1, no initial NPMs when
+    # total_w = 0, no refining targets when a = 0) passes its share to the stages that remain,
+    # in proportion to theirs, so that the plan spends the FK's ρ exactly (relviz's rule,
+    # docs §4.4; f_n always remains: the group sizes are always released).
+    shares = {"n": p.f_n, "R": p.f_R if (h + a) > 1 else Fraction(0),
+              "init": p.f_init if total_w else Fraction(0), "refine": p.f_refine if J else Fraction(0)}
+    kept = sum(shares.values())
+    shares = {k: v / kept for k, v in shares.items()}
+    init = rho * shares["init"]
     parts = {k: (init * v / total_w if total_w else Fraction(0)) for k, v in w.items()}
-    rho_target = rho * p.f_refine / J if J else Fraction(0)
-    plan = FKPlan(full, h, a, N, o, J, p.t2, p.f_M, sens, rho * p.f_n, rho * p.f_R if (h + a) > 1 else
-                  Fraction(0), parts["h"], parts["i"], parts["inter"], parts["intra"], rho_target,
+    rho_target = rho * shares["refine"] / J if J else Fraction(0)
+    plan = FKPlan(full, h, a, N, o, J, p.t2, p.f_M, sens, rho * shares["n"], rho * shares["R"],
+                  parts["h"], parts["i"], parts["inter"], parts["intra"], rho_target,
                   q_rscores(h, a), rho_null, rho_margins, rho_children)
     object.__setattr__(plan, "hsub", sub_plan(parts["h"], h, sens.vec))
     object.__setattr__(plan, "isub", sub_plan(parts["i"], a + 1, sens.vec))
