@@ -193,7 +193,8 @@ AUTHORS_SETUP = {  # dataset → method → component ("*": every one of the met
 per-dataset configuration, spec/privpetal.md §5.1 "RI TPC-H"; docs/methods/privpetal.md §6.10),
 set on the method's components with ``Plan.with_params``. PrivPetal on TPC-H: its encoding keeps
 ``P_BRAND`` (25 codes) whole and factorises ``P_TYPE`` (150) by 25, its first syllable, where
-relviz's default (``split_above`` 20) splits both as ``(v div 10, v mod 10)`` of their code; the
+relviz's default keeps both whole (categorical attributes of a public table,
+docs/methods/privpetal.md §3.1 and §6.20; runs before stop 53 split both by 10); the
 ``ri-tpch`` budget split, order-2 permutation relations, ``k_max`` 3, and per-FK λ and merging
 intervals (λ 0.25 / 5 / 0.2; sizes ≥ 1 merged on the FKs to public parents). The default setup
 (``relviz``) runs every method with its own defaults."""

@@ -1092,6 +1092,33 @@ def test_splits_name_an_attribute_s_factorisation() -> None:
     assert enc.div[enc.names.index("income#lo")] == 5
 
 
+def test_public_categorical_attributes_are_kept_whole() -> None:
+    """docs §3.1: a categorical attribute of a public table is kept whole whatever its size (a
+    digit of its code would group unrelated categories), also as a public parent's context
+    column; a numeric one of the same public table, and a categorical one of a private table,
+    follow ``split_above``; ``splits`` still names a public categorical's own divisor."""
+    from relviz.relational.privpetal.method import encoding
+
+    cat = lambda n, k: Attribute.categorical(n, list(range(k)))  # noqa: E731
+    schema = Schema(
+        (Table("brands", ("bid",), (cat("label", 25),), public=True),
+         Table("products", ("pid",), (cat("kind", 40), Attribute.numeric("weight", 0, 99, bins=50,
+                                                                          integer=True)),
+               public=True),
+         Table("sales", ("sid",), (cat("channel", 30),))),
+        (ForeignKey("products", ("bid",), "brands"), ForeignKey("sales", ("pid",), "products")),
+        PrivacyUnit("sales", {}), name="toy-shop")
+    enc = encoding(schema, "products", split_above=20, public_context=1)
+    assert enc.names == ("kind", "weight#hi", "weight#lo", "brands.label")
+    assert enc.dom == (40, 5, 10, 25)
+    assert encoding(schema, "sales", split_above=20).names == ("channel#hi", "channel#lo")
+    by8 = encoding(schema, "products", split_above=20, public_context=1,
+                   splits={"products.kind": 8, "brands.label": 5})
+    assert by8.names == ("kind#hi", "kind#lo", "weight#hi", "weight#lo", "brands.label#hi",
+                         "brands.label#lo")
+    assert by8.dom == (5, 8, 5, 10, 5, 5)
+
+
 def test_splits_parameter_is_checked_in_words() -> None:
     """A key without its table, a divisor of 1, a negative or fractional one are all refused at
     once, naming each."""

@@ -32,8 +32,9 @@ another FK from its partner (a parent, or null when the partner is one of that F
 
 relviz's choices (docs §5): attributes with more than ``split_above`` codes are modelled as
 ``(v div 10, v mod 10)`` with the public quotient domain and clipped on recombination (docs §3.1,
-§8 D13), unless ``splits`` names the attribute's own divisor or keeps it whole (docs §3.1: the
-authors' TPC-H encoding keeps ``P_BRAND`` whole and splits ``P_TYPE`` by 25); a public referenced relation's attributes include those of its public parents up to
+§8 D13), but a categorical attribute of a public table is kept whole (a digit of its code groups
+unrelated categories), unless ``splits`` names the attribute's own divisor or keeps it whole
+(docs §3.1: the authors' TPC-H encoding keeps ``P_BRAND`` whole and splits ``P_TYPE`` by 25); a public referenced relation's attributes include those of its public parents up to
 ``public_context`` hops (public, so free: TPC-H ``partsupp`` carries its part's brand, type and
 container, as in the authors' TPC-H encoding); a private table in no FK is synthesised on its own
 with the plan's single-table mechanism.
@@ -91,7 +92,8 @@ MAX_CAP = 64
 class Encoding:
     """How a table's attributes are modelled: one column per small attribute, two
     ``(v div d, v mod d)`` columns per attribute with more than ``split_above`` codes (``d = 10``,
-    public quotient domain ``⌈|X|/d⌉``) or named in ``splits`` (its own ``d``, or kept whole),
+    public quotient domain ``⌈|X|/d⌉``; never a public table's categorical attribute) or named in
+    ``splits`` (its own ``d``, or kept whole),
     and, for a public referenced table, its public parents' columns (``"parent.attr"``).
 
     Attributes:
@@ -109,13 +111,16 @@ class Encoding:
 
 
 def _divisor(table: str, attribute: str, size: int, split_above: int | None,
-             splits: Mapping[str, int] | None) -> int:
+             splits: Mapping[str, int] | None, public_categorical: bool = False) -> int:
     """The divisor ``d`` of an attribute's two-column factorisation, 0 to keep it whole:
-    ``splits["table.attribute"]`` when given (0: whole), else 10 above ``split_above``."""
+    ``splits["table.attribute"]`` when given (0: whole), else 0 for a categorical attribute of a
+    public table (docs §3.1), else 10 above ``split_above``."""
     key = f"{table}.{attribute}"
     if splits and key in splits:
         d = int(splits[key])
         return d if 0 < d < size else 0
+    if public_categorical:
+        return 0
     return 10 if split_above is not None and size > split_above else 0
 
 
@@ -123,9 +128,11 @@ def _own_columns(schema: Schema, table: str, split_above: int | None, prefix: st
                  splits: Mapping[str, int] | None = None
                  ) -> list[tuple[str, int, tuple[str, str, str], int]]:
     out = []
+    public = schema.table(table).public
     for a in schema.table(table).attributes:
         size = int(a.size)
-        d = _divisor(table, a.name, size, split_above, splits)
+        d = _divisor(table, a.name, size, split_above, splits,
+                     public and a.kind == "categorical")
         if d:
             out.append((f"{prefix}{a.name}#hi", int(math.ceil(size / d)), (table, a.name, "hi"), d))
             out.append((f"{prefix}{a.name}#lo", d, (table, a.name, "lo"), d))
@@ -248,7 +255,11 @@ class PrivPetal(Params):
             has a noisy R-score at least ``inter_z`` σ_R above what independence gives, else
             only the best-supported pick is; the step's whole ρ goes to what is kept. ``None``:
             every pick at the planned ρ (the paper).
-        split_above: Attributes with more codes are modelled as two digits (None: never).
+        split_above: Attributes with more codes are modelled as two digits (None: never),
+            except the categorical attributes of public tables, kept whole: their codes have no
+            order, so a digit would group unrelated categories and cut their association with
+            the children's columns into pieces that two-way statistics see only in part (docs
+            §3.1; TPC-H: ``P_BRAND`` ↔ quantity).
         splits: Per-attribute factorisation (``{"table.attribute": d}``, public): ``d ≥ 2``
             models the attribute as ``(v div d, v mod d)``, ``d = 0`` keeps it whole whatever
             ``split_above`` (as does a divisor not below the domain size); unnamed attributes
