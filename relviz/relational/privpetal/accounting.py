@@ -313,7 +313,9 @@ class FKPlan:
     PrivMRF-sub on ``{size} ∪ A_{I_a}``, inter-relational NPMs, intra-group NPMs; an empty quarter
     is redistributed: ``o = 1`` gives the intra quarter to the inter one, ``A_H = {size}`` splits
     the household quarter equally among the others), ``f_refine`` equally over the ``J`` refining
-    targets, each spending ``f_M`` on ``T2`` new NPMs and the rest on ``T2`` h-score rounds.
+    targets, each spending ``f_M`` on ``T2`` new NPMs and the rest on ``T2`` h-score rounds. A
+    stage with nothing to release (no refining target when the child has no attributes) passes
+    its share to the stages that remain, in proportion to theirs (relviz's rule, docs §4.4).
 
     Attributes:
         rho: The FK's ρ. h: ``|A_H|`` with ``size``. a: ``|A_I|``. N: group-size cap. o: order.
