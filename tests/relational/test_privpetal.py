@@ -2503,11 +2503,25 @@ def test_slot_margin_targets_keep_each_group_sizes_distribution() -> None:
     kids = np.arange(N + 1) * np.bincount(size, minlength=N + 1)
     got = kids @ p
     np.testing.assert_allclose(got / got.sum(), target / target.sum(), atol=1e-6)
-    slots = [slot_margin_targets(p, size[size >= j]) for j in range(1, N + 1)]
+    n_sizes = np.bincount(size, minlength=N + 1)
+    slots = [slot_margin_targets(p, n_sizes, j) for j in range(1, N + 1)]
     np.testing.assert_allclose(sum(slots), got, rtol=1e-12)
     np.testing.assert_allclose(slots[2] / slots[2].sum(), p[3])
     flat = _margin_by_size(SimpleNamespace(margins=[target], N=N, imodel=None), size)[0]
     np.testing.assert_allclose(flat[1:], np.tile(target / target.sum(), (N, 1)), atol=1e-9)
+
+    def unpaired(vars_):  # noqa: ANN001, ANN202 - no clique pairs the column with size
+        if len(vars_) == 2:
+            raise ValueError("not in one clique")
+        return joint.sum(0)
+
+    def absent(vars_):  # noqa: ANN001, ANN202 - the column is in no clique
+        raise ValueError("not in the model")
+
+    for marginal in (unpaired, absent):  # the same distribution for every size, raked
+        same = _margin_by_size(SimpleNamespace(margins=[target], N=N,
+                                               imodel=SimpleNamespace(marginal=marginal)), size)[0]
+        np.testing.assert_allclose(same[1:], np.tile(target / target.sum(), (N, 1)), atol=1e-9)
 
 
 # -- P. the children per parent value (relviz's parent_children, docs §5.9) -------------------------

@@ -781,6 +781,7 @@ class FittedPrivPetal:
         n_cond = max(len(f.conditionals), 1)
         calibrate = getattr(f, "column_calibration", False)  # (a fit pickled before the option)
         by_size = _margin_by_size(f, size)  # child_margins: {column k: (N + 1, dom k)} or {}
+        n_sizes = np.bincount(size, minlength=f.N + 1) if by_size else None
         for q, cond in enumerate(f.conditionals):
             if q % 16 == 0:
                 rep(0.2 + 0.7 * q / n_cond, f"sampling column {q + 1} of {len(f.conditionals)}")
@@ -792,7 +793,7 @@ class FittedPrivPetal:
                 pairs = cond.pairs if calibrate else None
                 total = None
                 if cond.target[0] == "I" and cond.target[2] in by_size:
-                    total = slot_margin_targets(by_size[cond.target[2]], size[rows])
+                    total = slot_margin_targets(by_size[cond.target[2]], n_sizes, cond.lo)
                 col[rows] = _draw_logits_fn(cond.logits, codes, ctx, cond.dom,
                                             cond.dom[cond.target], rng, rounded, pairs, total)
             cols[cond.target] = col
@@ -922,15 +923,7 @@ def _margin_by_size(f: FKFit, size: np.ndarray) -> dict[int, np.ndarray]:
         target = np.asarray(target, dtype=np.float64)
         p = np.full((f.N + 1, len(target)), 1.0 / len(target))
         if f.imodel is not None:
-            var = ("I", 1, k)
-            m = None
-            try:
-                m = np.asarray(f.imodel.marginal([SIZE, var]), dtype=np.float64)  # (N, dom k)
-            except ValueError:  # no clique pairs them: the model's p(column) for every size
-                try:
-                    m = np.asarray(f.imodel.marginal([var]), dtype=np.float64)[None, :].repeat(f.N, 0)
-                except ValueError:  # in no clique at all: uniform
-                    pass
+            m = _size_column_marginal(f.imodel, ("I", 1, k), f.N)
             if m is not None and m.shape == p[1:].shape:
                 tot = m.sum(axis=1, keepdims=True)
                 p[1:] = np.where(tot > 0, m / np.where(tot > 0, tot, 1.0), p[1:])
@@ -940,14 +933,29 @@ def _margin_by_size(f: FKFit, size: np.ndarray) -> dict[int, np.ndarray]:
     return out
 
 
-def slot_margin_targets(by_size: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """``(dom k,)`` the expected histogram of one slot's column over its rows (``child_margins``,
-    docs §5.8): ``Σ_rows by_size[size of the row]``. A group's children are exchangeable in the
-    flattened relation (its slots are a random order of its members), so each slot of a group of
-    size ``s`` holds a child distributed as ``by_size[s]`` (:func:`_margin_by_size`), and the
-    slots' histograms add up to the raked histogram over all the children."""
-    n = np.bincount(np.asarray(sizes, dtype=np.int64), minlength=by_size.shape[0])[: by_size.shape[0]]
-    return n.astype(np.float64) @ by_size
+def _size_column_marginal(model: Model, var: Any, N: int) -> np.ndarray | None:  # noqa: N803
+    """``(N, dom var)`` the model's joint of ``size`` and ``var``; where no clique pairs them, its
+    ``p(var)`` for every size; None where ``var`` is in no clique (the caller keeps uniform)."""
+    for vars_ in ([SIZE, var], [var]):
+        try:
+            m = np.asarray(model.marginal(vars_), dtype=np.float64)
+        except ValueError:
+            continue
+        return m if len(vars_) == 2 else m[None, :].repeat(N, 0)
+    return None
+
+
+def slot_margin_targets(by_size: np.ndarray, n_sizes: np.ndarray, lo: int) -> np.ndarray:
+    """``(dom k,)`` the expected histogram of slot ``lo``'s column over its rows, the groups of
+    size ``≥ lo`` (``child_margins``, docs §5.8): ``Σ_{s ≥ lo} n_s·by_size[s]``, ``n_s`` the drawn
+    groups of size ``s`` (``n_sizes``, ``(≥ N + 1,)``, counted once for every slot). A group's
+    children are exchangeable in the flattened relation (its slots are a random order of its
+    members), so each slot of a group of size ``s`` holds a child distributed as ``by_size[s]``
+    (:func:`_margin_by_size`), and the slots' histograms add up to the raked histogram over all
+    the children."""
+    n = np.asarray(n_sizes, dtype=np.float64)[: by_size.shape[0]].copy()
+    n[:lo] = 0.0
+    return n @ by_size
 
 
 def raked_size_probs(p: np.ndarray, counts: np.ndarray, n_sizes: np.ndarray, iters: int = 200,
