@@ -1168,13 +1168,26 @@ def _release_kinds(p: acc.FKPlan) -> dict:
 def _check_release_costs(p: acc.FKPlan, ledger: list) -> None:
     """Every release of one FK's ``ledger`` costs the planned ρ of its kind. The noise-aware gate
     of Alg. 5 (3) (docs §5.7) spends that step's whole ρ on the ``k ≤ h + a`` picks it keeps, each
-    at ``ρ_inter / k`` (every kept pick is a new key: the candidates exclude stored ones)."""
+    at ``ρ_inter / k`` (every kept pick is a new key: the candidates exclude stored ones). Each
+    PrivMRF-sub run, and the intra-group step, spends its whole planned ρ (docs §4.4): its NPM
+    queries cost one equal ρ, at least the planned per-query one, and with its h-score rounds
+    they sum to the step's ρ exactly."""
     kinds = _release_kinds(p)
     inter = [e for e in ledger if e.label.startswith("Alg. 5 (3)")]
     if inter:  # none when no candidate is λ-useful
         assert len(inter) <= p.h + p.a
         kinds["Alg. 5 (3)"] = p.rho_inter / len(inter)
         assert sum(e.rho for e in inter) == p.rho_inter
+    for step, planned, rho in (("Alg. 5 (1)", p.hsub.rho_query, p.rho_hsub),
+                               ("Alg. 5 (2)", p.isub.rho_query, p.rho_isub),
+                               ("Alg. 5 (4)", p.rho_intra_query(), p.rho_intra)):
+        npms = [e for e in ledger if e.label.startswith(step) and "NPM {" in e.label]
+        if not npms:  # none when no candidate is λ-useful
+            continue
+        each = npms[0].rho
+        assert each >= planned and all(e.rho == each for e in npms), step
+        kinds[step] = each
+        assert sum(e.rho for e in ledger if e.label.startswith(step)) == rho, step
     for e in ledger:
         kind = next(k for k in kinds if e.label.startswith(k))
         assert e.rho == kinds[kind], e.label

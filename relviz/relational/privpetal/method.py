@@ -549,7 +549,10 @@ class PrivPetal(Params):
         ``σ_M`` and ``σ_h`` (with ``k`` candidates) of docs §4.3, and for a nullable FK the σ of
         the null-children count, with ``child_margins`` the σ of each child column's
         one-way histogram and with ``parent_children`` that of each parent column's histogram
-        of children (relviz's additions); for a stand-alone table, its mechanism's."""
+        of children (relviz's additions); for a stand-alone table, its mechanism's. The
+        PrivMRF-sub and intra-group σ's (and the inter-relational one with ``inter_z``) are upper
+        bounds: a step that makes fewer queries than planned spreads its ρ over those it makes
+        (docs §4.4, §5.7)."""
         rho = Fraction(rho)
         if component.kind == "edge" and component.method != self.name:  # a linker (mixed mode)
             return dict(LINKERS.get(component.method, **component.params).noise_scales(
@@ -564,11 +567,14 @@ class PrivPetal(Params):
         plan, _, _ = me._fk_plan(schema, fk, rho, multipliers)
         out = {"Alg. 1 line 1 group sizes σ_n": plan.sigma_n,
                "Alg. 1 line 2 R-scores σ_R": plan.sigma_R,
-               "Alg. 5 (1) PrivMRF-sub on A_H σ": plan.hsub.sigma_mar,
-               "Alg. 5 (2) PrivMRF-sub on {size} ∪ A_I σ": plan.isub.sigma_mar,
+               "Alg. 5 (1) PrivMRF-sub on A_H σ (at most: the run's ρ over the queries it makes)":
+                   plan.hsub.sigma_mar,
+               "Alg. 5 (2) PrivMRF-sub on {size} ∪ A_I σ (at most: the run's ρ over the queries "
+               "it makes)": plan.isub.sigma_mar,
                ("Alg. 5 (3) inter-relational NPMs σ_inter" + (" (at most: the gate's kept picks share "
                 "the step's ρ)" if me.inter_z is not None else "")): plan.sigma_inter,
-               "Alg. 5 (4) intra-group NPMs σ_intra": plan.sigma_intra,
+               "Alg. 5 (4) intra-group NPMs σ_intra (at most: the step's ρ over the keys it "
+               "picks)": plan.sigma_intra,
                "Alg. 2 line 10 new NPMs σ_M": plan.sigma_M,
                f"Alg. 2 line 8 h-scores σ_h (k = {me.k})": plan.sigma_h(me.k),
                "relviz: children with a null FK σ": plan.sigma_null,
