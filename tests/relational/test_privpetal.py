@@ -1171,7 +1171,8 @@ def _check_release_costs(p: acc.FKPlan, ledger: list) -> None:
     at ``ρ_inter / k`` (every kept pick is a new key: the candidates exclude stored ones). Each
     PrivMRF-sub run, and the intra-group step, spends its whole planned ρ (docs §4.4): its NPM
     queries cost one equal ρ, at least the planned per-query one, and with its h-score rounds
-    they sum to the step's ρ exactly."""
+    they sum to the step's ρ exactly; a refining target (Alg. 2) releases at its planned ρ's
+    scaled by one factor ≥ 1 (what earlier targets left), within ``J·ρ_target`` in all."""
     kinds = _release_kinds(p)
     inter = [e for e in ledger if e.label.startswith("Alg. 5 (3)")]
     if inter:  # none when no candidate is λ-useful
@@ -1188,7 +1189,16 @@ def _check_release_costs(p: acc.FKPlan, ledger: list) -> None:
         assert each >= planned and all(e.rho == each for e in npms), step
         kinds[step] = each
         assert sum(e.rho for e in ledger if e.label.startswith(step)) == rho, step
-    for e in ledger:
+    # Alg. 2: a target releases at one scale of its planned ρ's (≥ 1: the ρ earlier targets did
+    # not release is passed on), and the targets together never exceed J·ρ_target
+    refine = [e for e in ledger if e.label.startswith("Alg. 2 line")]
+    for target in {e.label.split("target ")[1].split(")")[0] for e in refine}:
+        mine = [e for e in refine if f"target {target})" in e.label]
+        scales = {e.rho / (p.rho_npm_target() if "line 10" in e.label else p.rho_hround_target())
+                  for e in mine}
+        assert len(scales) == 1 and min(scales) >= 1, target
+    assert sum(e.rho for e in refine) <= p.rho_target * p.J
+    for e in (e for e in ledger if not e.label.startswith("Alg. 2 line")):
         kind = next(k for k in kinds if e.label.startswith(k))
         assert e.rho == kinds[kind], e.label
 

@@ -370,6 +370,7 @@ class _Run:
         self.seed = seed
         self.store = NPMStore(self.N)
         self.queries = 0
+        self.refine_carry = Fraction(0)  # refining ρ a target did not release (docs §4.4)
         # Alg. 5 steps (3)/(4) that released no NPM: {step: (usefulness limit L, cells of the
         # smallest candidate)}; reported by :meth:`run` (docs/methods/privpetal.md §7)
         self.starved: dict[str, tuple[float, int]] = {}
@@ -823,8 +824,17 @@ class _Run:
                 model.fit(p.refit_iters)
         # Phase B: new NPMs (the first J targets)
         if refine and self.plan.J:
-            rho_npm = self.plan.rho_npm_target()
-            rho_h = self.plan.rho_hround_target()
+            # relviz's rule (docs §4.4): a target that releases less than its ρ (no new
+            # λ-useful candidate, or a pool that empties before its last round) passes the rest
+            # on, spread evenly over the targets still to refine (decided from released values:
+            # post-processing of earlier releases, a privacy filter as in sub_rho_query)
+            extra = self.refine_carry / max(self.plan.J - j + 1, 1)
+            self.refine_carry -= extra
+            avail = self.plan.rho_target + extra
+            scale = avail / self.plan.rho_target
+            rho_npm = self.plan.rho_npm_target() * scale
+            rho_h = self.plan.rho_hround_target() * scale
+            spent = Fraction(0)
             sigma_m = self.plan.sigma_M
             limit = usefulness_limit(float(self.n_noisy.sum()), sigma_m, self.lam, p.max_cells)
             new = []
@@ -851,12 +861,15 @@ class _Run:
                     self.budget, items, lo=lo, rho=rho_h, sensitivity_each=self.plan.sens.h,
                     label=f"Alg. 2 line 8 ({tname}, target {j}): h-scores round {rnd + 1} "
                           f"({len(ct)} candidates)", source=SOURCE + " Alg. 2 line 8")
+                spent += rho_h
                 for x in np.argsort(-h, kind="stable")[:r_t]:
                     s = ct[int(x)]
-                    self.npm_query(canonical(list(s))[0], rho_npm,
-                                   f"Alg. 2 line 10 ({tname}, target {j})")
+                    if self.npm_query(canonical(list(s))[0], rho_npm,
+                                      f"Alg. 2 line 10 ({tname}, target {j})"):
+                        spent += rho_npm
                     add(s)
                 model.fit(p.refit_iters)
+            self.refine_carry += avail - spent
         tree = model.fit_tree
         cl, th = [], []
         if tree is not None:
