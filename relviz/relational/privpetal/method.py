@@ -550,9 +550,10 @@ class PrivPetal(Params):
         the null-children count, with ``child_margins`` the σ of each child column's
         one-way histogram and with ``parent_children`` that of each parent column's histogram
         of children (relviz's additions); for a stand-alone table, its mechanism's. The
-        PrivMRF-sub and intra-group σ's (and the inter-relational one with ``inter_z``) are upper
-        bounds: a step that makes fewer queries than planned spreads its ρ over those it makes
-        (docs §4.4, §5.7)."""
+        PrivMRF-sub, intra-group and refining σ's (and the inter-relational one with
+        ``inter_z``) are upper bounds: a step that makes fewer queries than planned spreads its ρ
+        over those it makes, and a refining target passes what it did not release to the
+        targets after it (docs §4.4, §5.7)."""
         rho = Fraction(rho)
         if component.kind == "edge" and component.method != self.name:  # a linker (mixed mode)
             return dict(LINKERS.get(component.method, **component.params).noise_scales(
@@ -575,8 +576,9 @@ class PrivPetal(Params):
                 "the step's ρ)" if me.inter_z is not None else "")): plan.sigma_inter,
                "Alg. 5 (4) intra-group NPMs σ_intra (at most: the step's ρ over the keys it "
                "picks)": plan.sigma_intra,
-               "Alg. 2 line 10 new NPMs σ_M": plan.sigma_M,
-               f"Alg. 2 line 8 h-scores σ_h (k = {me.k})": plan.sigma_h(me.k),
+               "Alg. 2 line 10 new NPMs σ_M (at most: earlier targets' unreleased ρ is passed on)":
+                   plan.sigma_M,
+               f"Alg. 2 line 8 h-scores σ_h (k = {me.k}; at most, as σ_M)": plan.sigma_h(me.k),
                "relviz: children with a null FK σ": plan.sigma_null,
                f"relviz: children's one-way marginals σ (each of {plan.a})": plan.sigma_margins,
                f"relviz: children per parent value σ (each of {plan.h - 1})": plan.sigma_children}
