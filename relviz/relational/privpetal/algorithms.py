@@ -720,7 +720,7 @@ class _Run:
         if rho_q > 0:
             sigma = self.plan.sens.vec / math.sqrt(2 * float(rho_q))
             limit = usefulness_limit(float(self.n_noisy.sum()), sigma, self.lam, self.p.max_cells)
-            picks: list[tuple[int, frozenset]] = []
+            picks: list[tuple[int, Key]] = []  # (d, NPM key) of every CFS pick
             for d in range(2, self.plan.o + 1):
                 pool = [("I", slot, k) for slot in range(1, d + 1) for k in range(a)]
                 cand = []
@@ -740,15 +740,15 @@ class _Run:
                 targets = [("I", d, k) for k in range(a)]
                 if d == 2:  # pairs of co-members; triples refine them (not reported)
                     self.starved["intra-group"] = (limit, (self.N + 1) * min(self.idom) ** 2)
-                picks += [(d, s) for s in cfs_select(cand, targets, self.R, self.cells_full)]
+                picks += [(d, canonical(list(s))[0])
+                          for s in cfs_select(cand, targets, self.R, self.cells_full)]
             # relviz's rule (docs §4.4): the quarter's ρ over the new keys picked, not the
             # planned (o − 1)·a queries (the picks follow from released values and public
             # domains, so this is post-processing of earlier releases, as in sub_rho_query)
-            keys = {canonical(list(s))[0] for _, s in picks}
-            new = sum(1 for key in keys if not self.store.measured(key))
+            new = sum(1 for key in {key for _, key in picks} if not self.store.measured(key))
             rho_q = max(rho_q, self.plan.rho_intra / new) if new else rho_q
-            for d, s in picks:
-                if self.npm_query(canonical(list(s))[0], rho_q, f"Alg. 5 (4) intra-group (d = {d})"):
+            for d, key in picks:
+                if self.npm_query(key, rho_q, f"Alg. 5 (4) intra-group (d = {d})"):
                     self.starved.pop("intra-group" if d == 2 else None, None)
         return hmodel
 
