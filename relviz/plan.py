@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import networkx as nx
 
-from relviz.errors import PlanError, Problem, SchemaError, error_reason
+from relviz.errors import ParameterError, PlanError, Problem, SchemaError, error_reason
 from relviz.privacy.accountant import epsilon_from_rho, rho_from_epsilon_delta
 from relviz.privacy.budget import to_fraction
 from relviz.privacy.measure import CURATOR_VIEW
@@ -797,22 +797,30 @@ def _linker_class(name: str) -> type:
 
 def _key_attribute_schema(plan: Plan, schema: Schema, counts: Mapping[str, int]) -> Schema:
     """``schema`` with the parent-row attribute of every FK whose linker models it as a child
-    attribute (fk-attribute, docs/methods/keyed.md), as the child's mechanism will see it."""
+    attribute (fk-attribute, docs/methods/keyed.md), and the copied parent attributes of every
+    FK whose linker models those (parent-attributes, docs/methods/keyed.md §6), as the child's
+    mechanism will see them."""
     from relviz.relational import LINKERS
+    from relviz.relational import get as get_linker
     from relviz.relational.keyed import key_attribute_schema
+    from relviz.relational.parent_attributes import parent_attribute_schema
 
-    fks = []
+    fks, copied = [], []
     for c in plan.edges:
         try:
-            keyed = getattr(LINKERS.get_class(c.method), "models_key_attribute", False)
-            if keyed:
+            cls = LINKERS.get_class(c.method)
+            if getattr(cls, "models_parent_attributes", False):
+                fk = schema.foreign_key(c.name)
+                copied.append((fk, get_linker(c.method, **c.params).sources(schema, fk)))
+            elif getattr(cls, "models_key_attribute", False):
                 fks.append(schema.foreign_key(c.name))
-        except (KeyError, SchemaError):
+        except (KeyError, SchemaError, PlanError, ParameterError):
             continue
-    if not fks:
-        return schema
     try:
-        return key_attribute_schema(schema, fks, counts)
+        out = key_attribute_schema(schema, fks, counts) if fks else schema
+        for fk, sources in copied:
+            out = parent_attribute_schema(out, fk, sources)
+        return out
     except (SchemaError, KeyError, ValueError):
         return schema
 

@@ -541,6 +541,33 @@ class EncodedDatabase:
             names[fk.name] = name
         return self._derived(schema, arrays), names
 
+    def with_parent_attributes(self, fks, classes):  # noqa: ANN001, ANN201
+        """:func:`relviz.relational.parent_attributes.with_parent_attributes` on the codes: each
+        child gets the codes of its parent row's copied attributes (``classes[fk]``, the parent
+        rows' codes) as its last attributes, the null code for a null FK."""
+        from relviz.relational.parent_attributes import parent_attribute_schema
+
+        arrays = self._valid().copy()
+        schema = self._schema
+        for name, sources in fks.items():
+            fk = schema.foreign_key(name)
+            idx = arrays.parent[fk.name]
+            schema = parent_attribute_schema(schema, fk, sources)
+            table = schema.table(fk.child)
+            new = [table.attribute(pa.name) for pa in sources]
+            par = np.asarray(classes[name].codes, dtype=np.int64)
+            enc = arrays.codes[fk.child]
+            sizes = (*enc.sizes, *(a.size for a in new))
+            codes = np.empty((enc.n_rows, len(sizes)), dtype=code_dtype(sizes))
+            codes[:, :enc.codes.shape[1]] = enc.codes
+            k = enc.codes.shape[1]
+            for j, a in enumerate(new):
+                codes[:, k + j] = np.where(idx >= 0, par[np.maximum(idx, 0), j] if len(par) else 0,
+                                           a.n_values)
+            arrays.codes[fk.child] = EncodedTable(enc.name, (*enc.attributes, *(a.name for a in new)),
+                                                  sizes, codes)
+        return self._derived(schema, arrays)
+
     def _derived(self, schema: Schema, arrays: _Arrays) -> EncodedDatabase:
         return EncodedDatabase(schema, path=None, kind=self._kind, chunk_rows=self._chunk_rows,
                                arrays=arrays)  # (in memory: needs no staged files)

@@ -46,6 +46,7 @@ from relviz.progress import CancelToken, ProgressEvent, Reporter, silent
 from relviz.relational import get as get_linker
 from relviz.relational import get_database, get_relation
 from relviz.relational.keyed import with_key_attributes
+from relviz.relational.parent_attributes import with_parent_attributes
 from relviz.single import get as get_mechanism
 from relviz.stream import keyed_by_foreign_keys, repeats_note
 
@@ -267,7 +268,7 @@ class RelationalSynthesizer:
         truncated, caps = enforce_caps(db)
         self.cap_report_: CapReport = caps
         # FKs to public parents that the child's mechanism models as an attribute (fk-attribute)
-        truncated, self.key_attributes_ = self._with_key_attributes(truncated, plan)
+        truncated, self.key_attributes_, classes = self._with_key_attributes(truncated, plan)
         self.model_schema_ = truncated.schema
         mult = multipliers(schema)
         self.multipliers_ = mult
@@ -286,7 +287,7 @@ class RelationalSynthesizer:
                                       notes=self._notes(schema, caps),
                                       noise=plan.resolved_noise(seeded=self.random_state is not None))
         charge_cap_releases(self.accountant_, schema)
-        curator = Curator(truncated, backend=self.backend)
+        curator = Curator(truncated, backend=self.backend, parent_attributes=classes)
         try:
             return self._fit_components(db, curator, plan, mult, start)
         finally:  # no private array outlives the fit in a count engine
@@ -358,22 +359,33 @@ class RelationalSynthesizer:
         return self
 
     @staticmethod
-    def _with_key_attributes(db: Database, plan: Plan) -> tuple[Database, dict[str, str]]:
+    def _with_key_attributes(db: Database, plan: Plan) -> tuple[Database, dict[str, Any], dict[str, Any]]:
         """``db`` with the parent-row attribute of every FK whose linker models it in the child
-        (``models_key_attribute``: fk-attribute, ``relviz.relational.keyed``), and
-        ``{fk name: attribute name}``. Raises ``PlanError`` (nothing read) for a parent above the
-        linker's ``max_parents``."""
-        fks, most = [], {}  # (database methods: only for their stand-alone tables, Plan.problems)
+        (``models_key_attribute``: fk-attribute, ``relviz.relational.keyed``) and the copied
+        parent attributes of every FK whose linker models those (``models_parent_attributes``:
+        parent-attributes, ``relviz.relational.parent_attributes``); ``{fk name: attribute name
+        or names}``; and ``{fk name: codes of the copied attributes on the parent rows}``
+        (public). Raises ``PlanError`` (nothing read) for a parent above fk-attribute's
+        ``max_parents``, or a parent attribute that does not exist."""
+        fks, most, copied = [], {}, {}  # (database methods: only for their stand-alone tables)
         for comp in plan.edges:
             if comp.method == plan.database_method:  # the database method's own FKs
                 continue
             linker = get_linker(comp.method, **comp.params)
-            if getattr(linker, "models_key_attribute", False):
-                fks.append(db.schema.foreign_key(comp.name))
+            fk = db.schema.foreign_key(comp.name)
+            if getattr(linker, "models_parent_attributes", False):
+                copied[comp.name] = linker.sources(db.schema, fk)
+            elif getattr(linker, "models_key_attribute", False):
+                fks.append(fk)
                 most[comp.name] = int(linker.max_parents)
-        if not fks:
-            return db, {}
-        return with_key_attributes(db, fks, max_parents=most)
+        names: dict[str, Any] = {}
+        if fks:
+            db, names = with_key_attributes(db, fks, max_parents=most)
+        classes: dict[str, Any] = {}
+        if copied:
+            db, classes = with_parent_attributes(db, copied)
+            names.update({n: tuple(pa.name for pa in s) for n, s in copied.items()})
+        return db, names, classes
 
     def _strip(self, name: str, enc: EncodedTable) -> EncodedTable:
         """``enc`` without the parent-row attributes of :meth:`_with_key_attributes` (appended

@@ -118,12 +118,16 @@ class PrivateForeignKey:
         fk: The foreign key.
         n_parent: Number of parent rows (public when the parent is public; otherwise only used
             as an array length, never released).
+        parent_attributes: For an FK to a public parent whose public attributes were copied
+            into the child (``relviz.relational.parent_attributes``), their codes on the parent
+            rows, ``(n_parent, a)`` (public); else ``None``.
     """
 
     def __init__(self, fk: ForeignKey, parent_index: np.ndarray, n_parent: int,
                  child: EncodedTable, parent: EncodedTable | None, log: ReadLog,
                  backend: CountBackend | None = None) -> None:
         self.fk = fk
+        self.parent_attributes: EncodedTable | None = None  # public; set by Curator.foreign_key
         self._idx = np.asarray(parent_index, dtype=np.int64)
         self.n_parent = int(n_parent)
         self._child = child
@@ -420,10 +424,16 @@ class Curator:
         backend: Where the group-by counts run: ``"pandas"`` (default, numpy in memory),
             ``"duckdb"``, ``"spark"`` or a :class:`~relviz.privacy.backends.CountBackend`
             (``relviz.privacy.backends``; every backend gives the same counts).
+        parent_attributes: ``{fk name: EncodedTable}``: for FKs to public parents whose public
+            attributes were copied into the child (``relviz.relational.parent_attributes``),
+            those attributes' codes on the parent rows. Public data: each FK's handle carries
+            its table as ``parent_attributes``.
     """
 
-    def __init__(self, db: Database, backend: str | CountBackend = "pandas") -> None:
+    def __init__(self, db: Database, backend: str | CountBackend = "pandas", *,
+                 parent_attributes: dict[str, EncodedTable] | None = None) -> None:
         self._db = db
+        self._parent_attributes = dict(parent_attributes or {})
         self.log = ReadLog()
         self.backend = get_backend(backend)
         self._owns_backend = isinstance(backend, str)
@@ -491,5 +501,7 @@ class Curator:
 
     def foreign_key(self, fk: ForeignKey | str) -> PrivateForeignKey:
         fk = self._db.schema.foreign_key(fk) if isinstance(fk, str) else fk
-        return PrivateForeignKey(fk, self._pidx(fk), self._rows(fk.parent),
-                                 self._enc(fk.child), self._enc(fk.parent), self.log, self.backend)
+        rel = PrivateForeignKey(fk, self._pidx(fk), self._rows(fk.parent),
+                                self._enc(fk.child), self._enc(fk.parent), self.log, self.backend)
+        rel.parent_attributes = self._parent_attributes.get(fk.name)  # public (see __init__)
+        return rel

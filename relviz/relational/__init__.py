@@ -191,6 +191,7 @@ def _load() -> None:
         degree,  # noqa: F401  (registration side effect)
         denorm,
         keyed,
+        parent_attributes,
         privlava,
         privpetal,
     )
