@@ -247,6 +247,10 @@ MN_SUFFIX = "-mn"
 KEYED_SUFFIX = "+keyed"
 """``<method>+keyed``: the method's plan with fk-attribute on every linked FK to a public parent
 (``Plan.with_public_links``; docs/methods/keyed.md)."""
+PARENTS_SUFFIX = "+parents"
+"""``<method>+parents``: the method's plan with parent-attributes on every linked FK to a public
+parent (``Plan.with_public_links``; docs/methods/keyed.md §6): for a database method, its mixed
+mode's FKs; for ``degree`` and the presets, every FK to a public parent."""
 
 QUICK_FLIGHTS = 20_000
 QUICK_BIADJACENCY = {"n_iters": 3, "slice_cells": 100_000}
@@ -334,6 +338,8 @@ def _plan(db, mechanism: str, method: str, epsilon: float, delta: float, quick: 
     schema = db.schema
     keyed = method.endswith(KEYED_SUFFIX)  # every linked FK to a public parent: fk-attribute
     method = method[: -len(KEYED_SUFFIX)] if keyed else method
+    parents = method.endswith(PARENTS_SUFFIX)  # … or parent-attributes
+    method = method[: -len(PARENTS_SUFFIX)] if parents else method
     relation = method[: -len(MN_SUFFIX)] if method.endswith(MN_SUFFIX) else None
     base = (relation if relation in available() else "degree") if relation else method
     try:
@@ -344,6 +350,8 @@ def _plan(db, mechanism: str, method: str, epsilon: float, delta: float, quick: 
             plan = Plan.default(schema, epsilon, delta, mechanism=mechanism, method=base)
         if keyed:
             plan = plan.with_public_links(schema, "fk-attribute")
+        if parents:
+            plan = plan.with_public_links(schema, "parent-attributes")
         if is_database_method(base):
             problems = plan.problems(schema)
             # its mixed mode's linked FKs (PrivLava, PrivPetal) are listed like fallbacks
@@ -391,7 +399,7 @@ def _caps_for(db, spec: dict, setup: str = "relviz"):  # noqa: ANN001, ANN202
     from relviz.privacy.caps import with_dp_caps
     from relviz.relational import get_database
 
-    spec = {**spec, "method": spec["method"].removesuffix(KEYED_SUFFIX)}
+    spec = {**spec, "method": spec["method"].removesuffix(KEYED_SUFFIX).removesuffix(PARENTS_SUFFIX)}
     if spec["method"] not in ("privlava", "privpetal"):
         return db, ""
     unit = db.schema.privacy_unit
@@ -621,6 +629,7 @@ def _grid(args: argparse.Namespace) -> tuple[list[dict], dict]:
 
     methods_known = [*available(), *(m + MN_SUFFIX for m in available_relations()),
                      *(m + KEYED_SUFFIX for m in available_databases()),
+                     *(m + PARENTS_SUFFIX for m in (*available_databases(), "degree", "baseline-80-20")),
                      *available_databases(), *(p for p in PRESETS if p not in ("default", "denorm"))]
     datasets = _names(args.datasets, DATASETS if args.quick else PAPER_DATASETS if args.paper
                       else DEFAULT_DATASETS, DATASETS, "datasets")
@@ -673,7 +682,8 @@ def main(argv: list[str] | None = None) -> None:
                     f"(default {','.join(DEFAULT_DATASETS)}; --paper: {','.join(PAPER_DATASETS)})")
     ap.add_argument("--methods", help="comma list or 'all' of the registered relational methods, "
                     f"<relation method>{MN_SUFFIX} for M:N, <database method>{KEYED_SUFFIX} for fk-attribute on "
-                    f"its linked FKs to public parents (default {','.join(DEFAULT_METHODS)})")
+                    f"its linked FKs to public parents, <method>{PARENTS_SUFFIX} for parent-attributes "
+                    f"on them (default {','.join(DEFAULT_METHODS)})")
     ap.add_argument("--mechanisms", help="comma list or 'all' of the registered single-table "
                     f"mechanisms (default {','.join(DEFAULT_MECHANISMS)})")
     ap.add_argument("--eps", help="comma list of ε (default 0.5,1,4; --paper 0.2,0.4,0.8,1.6,3.2)")

@@ -22,9 +22,12 @@ fk-attribute's does (docs/methods/keyed.md §2).
 Linking (post-processing: reads the synthetic codes, the fitted release and public tables): each
 parent gets the degree baseline's number of children; a child takes a free slot of a parent whose
 copied attributes all equal its own, at random among those slots; a child left over (no such
-parent with room) drops the copied attributes one at a time, the last in ``attributes``' order
-first, and takes a free slot of a parent that matches the rest; whatever is left fills the
-remaining slots at random (:func:`match_by_attributes`). The share of children linked to a parent
+parent with room) drops the copied attributes one at a time and takes a free slot of a parent
+that matches the rest; whatever is left fills the remaining slots at random
+(:func:`match_by_attributes`). The attribute dropped first is the one the synthetic children's own
+attributes say least about (largest mutual information with any of them, bias-corrected:
+:func:`association_order`), so an attribute the child's model drew independently of the child
+(TPC-H's supply cost) does not decide where a line item goes. The share of children linked to a parent
 that matches every copied attribute is reported (``ParentAttributeLink.matched_share``).
 
 Why our own code: like fk-attribute, this is relviz's glue between the single-table mechanisms and
@@ -54,7 +57,7 @@ from relviz.schema import Attribute, ForeignKey, Schema
 
 __all__ = ["ParentAttributeLinker", "ParentAttributeLink", "ParentAttribute",
            "parent_attribute_sources", "with_parent_attributes", "parent_attribute_schema",
-           "match_by_attributes"]
+           "match_by_attributes", "association_order"]
 
 
 @dataclass(frozen=True)
@@ -101,8 +104,9 @@ def _reachable(schema: Schema, table: str, hops: int) -> list[tuple[tuple[Foreig
 
 def parent_attribute_sources(schema: Schema, fk: ForeignKey, attributes: Sequence[str] | None = None,
                              hops: int = 1) -> list[ParentAttribute]:
-    """The public attributes that ``parent-attributes`` copies into ``fk``'s child, in matching
-    order (the last is dropped first when no parent with the full tuple has room).
+    """The public attributes that ``parent-attributes`` copies into ``fk``'s child, in the given
+    order (the matching's order with ``order="given"``: the last is dropped first when no parent
+    with the full tuple has room).
 
     Args:
         schema: The schema (``fk``'s parent must be public).
@@ -368,6 +372,45 @@ def match_by_attributes(child: np.ndarray, parent: np.ndarray, sizes: Sequence[i
     return out, exact
 
 
+def association_order(codes: np.ndarray, sizes: Sequence[int], others: np.ndarray,
+                      other_sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Order the copied attributes by how much the synthetic children's other attributes say
+    about them, most first (post-processing of synthetic codes only).
+
+    Each copied attribute's score is its largest mutual information (nats) with one of the
+    child's other attributes, less the Miller–Madow bias ``(r − 1)(c − 1)/(2n)`` of the plug-in
+    estimate (Miller 1955), so an attribute the model drew independently of the child's own
+    attributes scores about 0 whatever its domain size.
+
+    Args:
+        codes: ``(n, a)`` int codes of the copied attributes. sizes: their domain sizes.
+        others: ``(n, b)`` int codes of the child's other attributes. other_sizes: theirs.
+
+    Returns:
+        ``(order (a,) int, scores (a,) float)``: the attribute indices, highest score first
+        (ties in the given order), and the scores.
+    """
+    n, a = codes.shape
+    scores = np.zeros(a)
+    if n == 0 or others.shape[1] == 0:
+        return np.arange(a), scores
+    for j in range(a):
+        best = 0.0
+        x = codes[:, j].astype(np.int64)
+        px = np.bincount(x, minlength=int(sizes[j])) / n
+        for k in range(others.shape[1]):
+            y = others[:, k].astype(np.int64)
+            c = int(other_sizes[k])
+            joint = np.bincount(x * c + y, minlength=int(sizes[j]) * c).reshape(-1, c) / n
+            py = joint.sum(axis=0)
+            nz = joint > 0
+            mi = float((joint[nz] * np.log(joint[nz] / np.outer(px, py)[nz])).sum())
+            bias = (np.count_nonzero(px) - 1) * (np.count_nonzero(py) - 1) / (2 * n)
+            best = max(best, mi - bias)
+        scores[j] = best
+    return np.argsort(-scores, kind="stable"), scores
+
+
 @dataclass
 class ParentAttributeLink:
     """A fitted parent-attributes link: the degree baseline's public-parent counts, the copied
@@ -379,15 +422,22 @@ class ParentAttributeLink:
         parent_codes: ``(n_parent, a)`` int codes of those attributes on the public parent's
             rows (public).
         sizes: Their ``a`` domain sizes.
+        order: ``"auto"``: the matching keeps longest the copied attributes the synthetic
+            children's other attributes say most about (:func:`association_order`);
+            ``"given"``: ``attributes``' order.
         matched_share: After :meth:`link`, the share of linked children whose parent matches
             every copied attribute; ``nan`` before.
+        matched_order: After :meth:`link`, the copied attributes in the order the matching
+            kept them (the last is dropped first).
     """
 
     degree: DegreeLink
     attributes: tuple[str, ...]
     parent_codes: np.ndarray
     sizes: tuple[int, ...]
+    order: str = "auto"
     matched_share: float = field(default=float("nan"))
+    matched_order: tuple[str, ...] = ()
 
     @property
     def size_facts(self):  # noqa: ANN201 - tuple[SizeFact, ...]
@@ -425,8 +475,15 @@ class ParentAttributeLink:
         if n_p == 0:
             raise ValueError("cannot link children to an empty parent table")
         counts = self.degree.parent_degrees(n_p, len(rows), rng)
+        cols = np.arange(len(self.attributes))
+        if self.order == "auto":  # keep longest what the child's own attributes depend on
+            rest = [i for i, a in enumerate(child.attributes) if a not in self.attributes]
+            cols, _ = association_order(codes[rows], self.sizes, child.codes[rows][:, rest],
+                                        [child.sizes[i] for i in rest])
+        self.matched_order = tuple(self.attributes[i] for i in cols)
         progress(0.5, "matching children to parents with their attribute values")
-        out[rows], exact = match_by_attributes(codes[rows], self.parent_codes, self.sizes, counts, rng)
+        out[rows], exact = match_by_attributes(codes[rows][:, cols], self.parent_codes[:, cols],
+                                               [self.sizes[i] for i in cols], counts, rng)
         self.matched_share = exact / len(rows)
         progress(1.0, f"{self.matched_share:.0%} of the children linked to a parent with all "
                       f"{len(self.attributes)} attribute values")
@@ -444,6 +501,10 @@ class ParentAttributeLinker(KeyAttributeLinker):
             tables ``hops`` FKs up from it, in matching order; ``None`` (default): all of them,
             fewest values first (:func:`parent_attribute_sources`).
         hops: How many FKs up from the parent to look (default 1).
+        order: Which copied attributes the matching keeps longest when no parent with all the
+            child's values has room: ``"auto"`` (default) those the synthetic children's own
+            attributes say most about (:func:`association_order`, post-processing), or
+            ``"given"``, ``attributes``' order.
         zero, public: As :class:`~relviz.relational.degree.DegreeLinker`.
     """
 
@@ -453,9 +514,12 @@ class ParentAttributeLinker(KeyAttributeLinker):
     models_parent_attributes: ClassVar[bool] = True
     attributes: tuple[str, ...] | None = None
     hops: int = 1
+    order: str = "auto"
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.order not in ("auto", "given"):
+            raise ParameterError("order", "order must be 'auto' or 'given'")
         if self.attributes is not None:
             if isinstance(self.attributes, str) or not all(isinstance(a, str) for a in self.attributes):
                 raise ParameterError("attributes", "attributes must be a list of "
@@ -491,4 +555,4 @@ class ParentAttributeLinker(KeyAttributeLinker):
         link = DegreeLinker.fit(self, rel, budget, schema=schema, multipliers=multipliers,
                                 progress=progress)
         return ParentAttributeLink(link, tuple(codes.attributes), np.asarray(codes.codes, dtype=np.int64),
-                                   tuple(int(s) for s in codes.sizes))
+                                   tuple(int(s) for s in codes.sizes), self.order)
