@@ -429,6 +429,11 @@ class ParentAttributeLink:
             every copied attribute; ``nan`` before.
         matched_order: After :meth:`link`, the copied attributes in the order the matching
             kept them (the last is dropped first).
+        matched_prefix: After :meth:`link`, for ``j = 1 … a``, the share of linked children
+            whose parent matches the first ``j`` attributes of ``matched_order``.
+        association: After :meth:`link` with ``order="auto"``, ``{attribute: score}`` of
+            :func:`association_order` (nats): what the synthetic children's own attributes say
+            about each copied attribute.
     """
 
     degree: DegreeLink
@@ -438,6 +443,8 @@ class ParentAttributeLink:
     order: str = "auto"
     matched_share: float = field(default=float("nan"))
     matched_order: tuple[str, ...] = ()
+    association: dict[str, float] = field(default_factory=dict)
+    matched_prefix: tuple[float, ...] = ()
 
     @property
     def size_facts(self):  # noqa: ANN201 - tuple[SizeFact, ...]
@@ -478,14 +485,19 @@ class ParentAttributeLink:
         cols = np.arange(len(self.attributes))
         if self.order == "auto":  # keep longest what the child's own attributes depend on
             rest = [i for i, a in enumerate(child.attributes) if a not in self.attributes]
-            cols, _ = association_order(codes[rows], self.sizes, child.codes[rows][:, rest],
-                                        [child.sizes[i] for i in rest])
+            cols, scores = association_order(codes[rows], self.sizes, child.codes[rows][:, rest],
+                                             [child.sizes[i] for i in rest])
+            self.association = {a: float(v) for a, v in zip(self.attributes, scores)}
         self.matched_order = tuple(self.attributes[i] for i in cols)
         progress(0.5, "matching children to parents with their attribute values")
         out[rows], exact = match_by_attributes(codes[rows][:, cols], self.parent_codes[:, cols],
                                                [self.sizes[i] for i in cols], counts, rng)
         self.matched_share = exact / len(rows)
-        progress(1.0, f"{self.matched_share:.0%} of the children linked to a parent with all "
+        same = codes[rows][:, cols] == self.parent_codes[out[rows]][:, cols]
+        self.matched_prefix = tuple(float(x) for x in np.cumprod(same, axis=1).mean(axis=0))
+        first = self.matched_order[0].rpartition(".")[2] if self.matched_order else ""
+        progress(1.0, f"{self.matched_prefix[0]:.0%} of the children linked to a parent with "
+                      f"their {first}, {self.matched_share:.0%} with all "
                       f"{len(self.attributes)} attribute values")
         return out
 

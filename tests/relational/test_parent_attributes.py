@@ -216,7 +216,11 @@ def test_an_association_one_hop_above_the_parent_is_kept(seed: int) -> None:
             assert synth.key_attributes_ == {FK: ("product→brands.maker", "product→products.size")}
             assert synth.model_schema_.table("sales").attribute_names == (
                 "maker_seen", "product→brands.maker", "product→products.size")
-            assert synth.links_[FK].matched_share >= 0.5
+            link = synth.links_[FK]
+            assert link.matched_share >= 0.5
+            assert link.matched_order[0] == "product→brands.maker"  # what maker_seen depends on
+            assert link.association["product→brands.maker"] > 0.3 > link.association["product→products.size"]
+            assert link.matched_prefix[0] >= link.matched_prefix[1] == pytest.approx(link.matched_share)
     assert out["degree"] < 0.40
     assert out["parent-attributes"] >= 0.8
 
