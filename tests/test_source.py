@@ -193,6 +193,22 @@ def test_fk_attribute_on_the_codes(tmp_path: Path) -> None:
             pd.testing.assert_frame_equal(x[t], y[t])
 
 
+def test_parent_attributes_on_the_codes(tmp_path: Path) -> None:
+    """A public parent's attributes copied into the child (parent-attributes) out of core: the
+    same copied codes, fit and sample as in memory."""
+    db = Database(tiny_schema(), tiny_frames(n_h=120))
+    plan = Plan.default(db.schema, 2.0, 1e-6).with_method("households.region->regions",
+                                                           "parent-attributes")
+    for ref, src in _sources(db, tmp_path, chunk_rows=1):
+        s1 = RelationalSynthesizer(plan, random_state=2).fit(ref)
+        s2 = RelationalSynthesizer(plan, random_state=2).fit(src)
+        assert s2.key_attributes_ == s1.key_attributes_ == {
+            "households.region->regions": ("region→regions.climate",)}
+        x, y = s1.sample(), s2.sample()
+        for t in db.schema.table_names:
+            pd.testing.assert_frame_equal(x[t], y[t])
+
+
 def _listed(problems: list) -> list[str]:
     """Problems as comparable text (numpy scalars in the examples as Python values)."""
     def plain(v: object) -> object:
