@@ -57,6 +57,7 @@ from relviz.schema import Attribute, ForeignKey, Schema
 
 __all__ = ["ParentAttributeLinker", "ParentAttributeLink", "ParentAttribute",
            "parent_attribute_sources", "with_parent_attributes", "parent_attribute_schema",
+           "parent_attribute_codes",
            "match_by_attributes", "association_order"]
 
 
@@ -194,9 +195,10 @@ def parent_attribute_schema(schema: Schema, fk: ForeignKey, sources: Sequence[Pa
     return schema.with_table(replace(child, attributes=(*child.attributes, *extra)))
 
 
-def _ancestor_rows(parent_index, fk_parent: str, path: Sequence[ForeignKey], n_parent: int) -> np.ndarray:  # noqa: ANN001
-    """Row of the table at the end of ``path`` for each row of ``fk_parent``, ``(n_parent,)``
-    int64 (``-1``: a null FK on the way). ``parent_index(fk)`` gives one FK's rows."""
+def _ancestor_rows(parent_index, path: Sequence[ForeignKey], n_parent: int) -> np.ndarray:  # noqa: ANN001
+    """Row of the table at the end of ``path`` for each of the ``n_parent`` rows of the table
+    where it starts, ``(n_parent,)`` int64 (``-1``: a null FK on the way). ``parent_index(fk)``
+    gives one FK's parent rows."""
     rows = np.arange(n_parent, dtype=np.int64)
     for p in path:
         step = np.asarray(parent_index(p), dtype=np.int64)
@@ -206,8 +208,7 @@ def _ancestor_rows(parent_index, fk_parent: str, path: Sequence[ForeignKey], n_p
 
 
 def parent_attribute_codes(public_codes, parent_index, fk: ForeignKey,  # noqa: ANN001
-                           sources: Sequence[ParentAttribute], n_parent: int,
-                           schema: Schema) -> EncodedTable:
+                           sources: Sequence[ParentAttribute], n_parent: int) -> EncodedTable:
     """The codes of the copied attributes on the public parent's rows, ``(n_parent, a)``: what
     the link matches the synthetic children against. ``public_codes(table)`` gives a public
     table's :class:`EncodedTable`, ``parent_index(fk)`` one FK's parent rows. A parent row with a
@@ -216,7 +217,7 @@ def parent_attribute_codes(public_codes, parent_index, fk: ForeignKey,  # noqa: 
     sizes = tuple(a.size for a in attrs)
     codes = np.empty((n_parent, len(attrs)), dtype=np.int64)
     for j, (pa, a) in enumerate(zip(sources, attrs)):
-        rows = _ancestor_rows(parent_index, fk.parent, pa.path, n_parent)
+        rows = _ancestor_rows(parent_index, pa.path, n_parent)
         col = public_codes(pa.table).column(pa.attribute.name).astype(np.int64)
         codes[:, j] = np.where(rows >= 0, col[np.maximum(rows, 0)] if len(col) else 0, a.n_values)
     return EncodedTable(fk.parent, tuple(a.name for a in attrs), sizes, codes)
@@ -255,7 +256,7 @@ def with_parent_attributes(db, fks: dict[str, Sequence[ParentAttribute]]):  # no
     for name, sources in fks.items():
         fk = schema.foreign_key(name)
         classes[name] = parent_attribute_codes(public_codes, db.parent_index, fk, sources,
-                                               int(counts[fk.parent]), schema)
+                                               int(counts[fk.parent]))
     if encoded:
         return db.with_parent_attributes(fks, classes), classes
     frames = {n: db[n] for n in schema.table_names}
@@ -265,7 +266,7 @@ def with_parent_attributes(db, fks: dict[str, Sequence[ParentAttribute]]):  # no
         n_p = int(counts[fk.parent])
         frame = frames[fk.child].copy(deep=False)
         for pa in sources:  # the raw values, encoded later with the copied domain
-            rows = _ancestor_rows(db.parent_index, fk.parent, pa.path, n_p)
+            rows = _ancestor_rows(db.parent_index, pa.path, n_p)
             at = np.where(idx >= 0, rows[np.maximum(idx, 0)] if n_p else -1, -1)
             src = db[pa.table][pa.attribute.name].reset_index(drop=True)
             vals = src.take(np.maximum(at, 0)).reset_index(drop=True) if len(src) else \
