@@ -167,6 +167,37 @@ def _keep_by_group(group: np.ndarray, room: np.ndarray, rng: np.random.Generator
     return keep
 
 
+def _fill_within_groups(g_child: np.ndarray, g_parent: np.ndarray, room: np.ndarray,
+                        rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Give children free slots of parents in their own group, at random within the group.
+
+    Args:
+        g_child: ``(m,)`` int, each child's group (``< 0``: none, never placed).
+        g_parent: ``(n_p,)`` int ≥ 0, each parent's group.
+        room: ``(n_p,)`` int ≥ 0, free slots per parent.
+        rng: Which children of a group get its slots, and which slots.
+
+    Returns:
+        ``(placed (m,) bool, parent row of each placed child (placed.sum(),) int64)``.
+    """
+    n_p = len(room)
+    n_g = int(max(g_parent.max(initial=-1), g_child.max(initial=-1))) + 1
+    g_room = np.bincount(g_parent, weights=room, minlength=n_g).astype(np.int64)
+    take = _keep_by_group(g_child, g_room, rng)
+    if not take.any():
+        return take, np.empty(0, dtype=np.int64)
+    slots = np.repeat(np.arange(n_p, dtype=np.int64), room)
+    slots = slots[rng.permutation(len(slots))]
+    slots = slots[np.argsort(g_parent[slots], kind="stable")]
+    first = np.searchsorted(g_parent[slots], np.arange(n_g), side="left")
+    tg = g_child[take]
+    order = np.argsort(tg, kind="stable")
+    rank = np.arange(len(tg)) - np.searchsorted(tg[order], tg[order], side="left")
+    chosen = np.empty(len(tg), dtype=np.int64)
+    chosen[order] = slots[first[tg[order]] + rank]
+    return take, chosen
+
+
 def match_to_modelled_parents(modelled: np.ndarray, counts: np.ndarray, rng: np.random.Generator,
                               groups: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Assign children to parent slots, keeping each child's modelled parent while it has room.
@@ -201,25 +232,13 @@ def match_to_modelled_parents(modelled: np.ndarray, counts: np.ndarray, rng: np.
     kept = int(keep.sum())
     room = counts - np.bincount(k[keep], minlength=n_p)
     rest = np.flatnonzero(~keep)
-    if groups is not None and len(rest):
+    if groups is not None and len(rest) and n_p:
         groups = np.asarray(groups, dtype=np.int64)
-        n_g = int(groups.max()) + 1 if n_p else 0
-        g_room = np.bincount(groups, weights=room, minlength=n_g).astype(np.int64)
         g_child = np.where(valid[rest], groups[np.where(valid[rest], k[rest], 0)], -1)
-        take = _keep_by_group(g_child, g_room, rng)
-        if take.any():  # the free slots of each group, in random order, to its taken children
-            slots = np.repeat(np.arange(n_p, dtype=np.int64), room)
-            slots = slots[rng.permutation(len(slots))]
-            slots = slots[np.argsort(groups[slots], kind="stable")]
-            first = np.searchsorted(groups[slots], np.arange(n_g), side="left")
-            tg = g_child[take]
-            order = np.argsort(tg, kind="stable")
-            rank = np.arange(len(tg)) - np.searchsorted(tg[order], tg[order], side="left")
-            chosen = np.empty(len(tg), dtype=np.int64)
-            chosen[order] = slots[first[tg[order]] + rank]
-            out[rest[take]] = chosen
-            room -= np.bincount(chosen, minlength=n_p)
-            rest = rest[~take]
+        take, chosen = _fill_within_groups(g_child, groups, room, rng)
+        out[rest[take]] = chosen
+        room -= np.bincount(chosen, minlength=n_p)
+        rest = rest[~take]
     out[rest] = np.repeat(np.arange(n_p, dtype=np.int64), room)[rng.permutation(len(rest))]
     return out, kept
 

@@ -51,7 +51,7 @@ from relviz.privacy.measure import PrivateForeignKey
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
 from relviz.relational.degree import DegreeLink, DegreeLinker
-from relviz.relational.keyed import KeyAttributeLinker, _keep_by_group
+from relviz.relational.keyed import KeyAttributeLinker, _fill_within_groups
 from relviz.relational.registry import register
 from relviz.schema import Attribute, ForeignKey, Schema
 
@@ -276,37 +276,6 @@ def with_parent_attributes(db, fks: dict[str, Sequence[ParentAttribute]]):  # no
         frames[fk.child] = frame
         schema = parent_attribute_schema(schema, fk, sources)
     return Database._adopt(schema, frames), classes  # frames: db's, shallow-copied
-
-
-def _fill_within_groups(g_child: np.ndarray, g_parent: np.ndarray, room: np.ndarray,
-                        rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Give children free slots of parents in their own group, at random within the group.
-
-    Args:
-        g_child: ``(m,)`` int, each child's group (``< 0``: none, never placed).
-        g_parent: ``(n_p,)`` int ≥ 0, each parent's group.
-        room: ``(n_p,)`` int ≥ 0, free slots per parent.
-        rng: Which children of a group get its slots, and which slots.
-
-    Returns:
-        ``(placed (m,) bool, parent row of each placed child (placed.sum(),) int64)``.
-    """
-    n_p = len(room)
-    n_g = int(max(g_parent.max(initial=-1), g_child.max(initial=-1))) + 1
-    g_room = np.bincount(g_parent, weights=room, minlength=n_g).astype(np.int64)
-    take = _keep_by_group(g_child, g_room, rng)
-    if not take.any():
-        return take, np.empty(0, dtype=np.int64)
-    slots = np.repeat(np.arange(n_p, dtype=np.int64), room)
-    slots = slots[rng.permutation(len(slots))]
-    slots = slots[np.argsort(g_parent[slots], kind="stable")]
-    first = np.searchsorted(g_parent[slots], np.arange(n_g), side="left")
-    tg = g_child[take]
-    order = np.argsort(tg, kind="stable")
-    rank = np.arange(len(tg)) - np.searchsorted(tg[order], tg[order], side="left")
-    chosen = np.empty(len(tg), dtype=np.int64)
-    chosen[order] = slots[first[tg[order]] + rank]
-    return take, chosen
 
 
 def _prefix_groups(child: np.ndarray, parent: np.ndarray, sizes: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]]:
