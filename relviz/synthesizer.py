@@ -112,7 +112,10 @@ class RelationalSynthesizer:
         cap_report_: What the cap enforcement removed (curator view).
         key_attributes_: ``{fk name: attribute}``: the FKs to public parents whose child
             mechanism models the parent row as an attribute (fk-attribute,
-            ``relviz.relational.keyed``); ``model_schema_`` is the schema with those attributes.
+            ``relviz.relational.keyed``), and ``{fk name: (attribute, …)}`` for those whose
+            child mechanism models the parent's copied public attributes (parent-attributes,
+            ``relviz.relational.parent_attributes``); ``model_schema_`` is the schema with
+            those attributes.
         fit_seconds_: ``{component: seconds}``.
 
     A fitted synthesizer pickles (``pickle``, ``joblib``, :meth:`save`); the ``progress``

@@ -44,7 +44,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from relviz.encoding import EncodedTable, encode_table
+from relviz.encoding import EncodedTable, code_dtype, encode_table
 from relviz.errors import ParameterError, PlanError, Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import PrivateForeignKey
@@ -215,7 +215,7 @@ def parent_attribute_codes(public_codes, parent_index, fk: ForeignKey,  # noqa: 
     null ancestor gets the attribute's null code."""
     attrs = [_child_attribute(fk, pa) for pa in sources]
     sizes = tuple(a.size for a in attrs)
-    codes = np.empty((n_parent, len(attrs)), dtype=np.int64)
+    codes = np.empty((n_parent, len(attrs)), dtype=code_dtype(sizes))
     for j, (pa, a) in enumerate(zip(sources, attrs)):
         rows = _ancestor_rows(parent_index, pa.path, n_parent)
         col = public_codes(pa.table).column(pa.attribute.name).astype(np.int64)
@@ -389,8 +389,8 @@ class ParentAttributeLink:
     Attributes:
         degree: The degree baseline's fitted public-parent model (noisy children per parent).
         attributes: Names of the copied attributes in the child's codes, in matching order.
-        parent_codes: ``(n_parent, a)`` int codes of those attributes on the public parent's
-            rows (public).
+        parent_codes: ``(n_parent, a)`` codes of those attributes on the public parent's rows
+            (public; the smallest unsigned dtype that holds them, :func:`relviz.encoding.code_dtype`).
         sizes: Their ``a`` domain sizes.
         order: ``"auto"``: the matching keeps longest the copied attributes the synthetic
             children's other attributes say most about (:func:`association_order`);
@@ -536,5 +536,5 @@ class ParentAttributeLinker(KeyAttributeLinker):
                              "codes; fit it through RelationalSynthesizer")
         link = DegreeLinker.fit(self, rel, budget, schema=schema, multipliers=multipliers,
                                 progress=progress)
-        return ParentAttributeLink(link, tuple(codes.attributes), np.asarray(codes.codes, dtype=np.int64),
+        return ParentAttributeLink(link, tuple(codes.attributes), np.asarray(codes.codes),
                                    tuple(int(s) for s in codes.sizes), self.order)
