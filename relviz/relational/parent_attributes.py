@@ -252,21 +252,28 @@ def with_parent_attributes(db, fks: dict[str, Sequence[ParentAttribute]]):  # no
             cache[name] = db.encoded(name) if encoded else encode_table(schema.table(name), db[name])
         return cache[name]
 
+    steps: dict[str, np.ndarray] = {}
+
+    def parent_index(fk: ForeignKey) -> np.ndarray:  # one read per FK, whatever shares it
+        if fk.name not in steps:
+            steps[fk.name] = np.asarray(db.parent_index(fk), dtype=np.int64)
+        return steps[fk.name]
+
     classes: dict[str, EncodedTable] = {}
     for name, sources in fks.items():
         fk = schema.foreign_key(name)
-        classes[name] = parent_attribute_codes(public_codes, db.parent_index, fk, sources,
+        classes[name] = parent_attribute_codes(public_codes, parent_index, fk, sources,
                                                int(counts[fk.parent]))
     if encoded:
         return db.with_parent_attributes(fks, classes), classes
     frames = {n: db[n] for n in schema.table_names}
     for name, sources in fks.items():
         fk = schema.foreign_key(name)
-        idx = np.asarray(db.parent_index(fk), dtype=np.int64)
+        idx = parent_index(fk)
         n_p = int(counts[fk.parent])
         frame = frames[fk.child].copy(deep=False)
         for pa in sources:  # the raw values, encoded later with the copied domain
-            rows = _ancestor_rows(db.parent_index, pa.path, n_p)
+            rows = _ancestor_rows(parent_index, pa.path, n_p)
             at = np.where(idx >= 0, rows[np.maximum(idx, 0)] if n_p else -1, -1)
             src = db[pa.table][pa.attribute.name].reset_index(drop=True)
             vals = src.take(np.maximum(at, 0)).reset_index(drop=True) if len(src) else \
@@ -451,19 +458,20 @@ class ParentAttributeLink:
             return out
         if n_p == 0:
             raise ValueError("cannot link children to an empty parent table")
+        linked = codes[rows]  # the copied codes of the children to link
         counts = self.degree.parent_degrees(n_p, len(rows), rng)
         cols = np.arange(len(self.attributes))
         if self.order == "auto":  # keep longest what the child's own attributes depend on
             rest = [i for i, a in enumerate(child.attributes) if a not in self.attributes]
-            cols, scores = association_order(codes[rows], self.sizes, child.codes[rows][:, rest],
+            cols, scores = association_order(linked, self.sizes, child.codes[np.ix_(rows, rest)],
                                              [child.sizes[i] for i in rest])
             self.association = {a: float(v) for a, v in zip(self.attributes, scores)}
         self.matched_order = tuple(self.attributes[i] for i in cols)
         progress(0.5, "matching children to parents with their attribute values")
-        out[rows], exact = match_by_attributes(codes[rows][:, cols], self.parent_codes[:, cols],
+        out[rows], exact = match_by_attributes(linked[:, cols], self.parent_codes[:, cols],
                                                [self.sizes[i] for i in cols], counts, rng)
         self.matched_share = exact / len(rows)
-        same = codes[rows][:, cols] == self.parent_codes[out[rows]][:, cols]
+        same = linked[:, cols] == self.parent_codes[out[rows]][:, cols]
         self.matched_prefix = tuple(float(x) for x in np.cumprod(same, axis=1).mean(axis=0))
         first = self.matched_order[0].rpartition(".")[2] if self.matched_order else ""
         progress(1.0, f"{self.matched_prefix[0]:.0%} of the children linked to a parent with "
