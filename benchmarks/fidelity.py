@@ -250,7 +250,9 @@ KEYED_SUFFIX = "+keyed"
 PARENTS_SUFFIX = "+parents"
 """``<method>+parents``: the method's plan with parent-attributes on every linked FK to a public
 parent (``Plan.with_public_links``; docs/methods/keyed.md §6): for a database method, its mixed
-mode's FKs; for ``degree`` and the presets, every FK to a public parent."""
+mode's FKs (PrivLava's default already links those with parent-attributes where the parent has an
+attribute to copy; ``+parents`` also gives it to the others, which then fail the plan check); for
+``degree`` and the presets, every FK to a public parent."""
 
 QUICK_FLIGHTS = 20_000
 QUICK_BIADJACENCY = {"n_iters": 3, "slice_cells": 100_000}

@@ -210,7 +210,9 @@ def test_privlava_uses_it_for_its_stand_alone_tables() -> None:
     syn = synth.sample()
     assert syn.problems() == []
     assert set(syn["households"].columns) == set(db["households"].columns)
-    assert synth.key_attributes_ == {fk: "region→regions"}
+    # PrivLava's default links persons → regions with parent-attributes (the region's climate)
+    assert synth.key_attributes_ == {fk: "region→regions",
+                                     "persons.region->regions": ("region→regions.climate",)}
     assert 0.0 <= synth.database_.linkers[fk].kept_share <= 1.0
 
 

@@ -475,9 +475,9 @@ def test_mixed_mode_links_public_parents_with_a_linker():
 
 def test_default_plan_links_uncapped_public_parents():
     """``Plan.default(method="privlava")``: an FK to a public parent is modelled when the schema
-    declares its cap τ, and linked with the degree method when it does not (listed by
-    ``substitutions`` with the reason); ``public="privlava"`` models every one and then reports
-    the missing caps."""
+    declares its cap τ, and linked when it does not (listed by ``substitutions`` with the
+    reason): with parent-attributes where the parent has an attribute to copy, else with the
+    degree method; ``public="privlava"`` models every one and then reports the missing caps."""
     from dataclasses import replace
 
     from relviz.relational import get_database
@@ -487,9 +487,14 @@ def test_default_plan_links_uncapped_public_parents():
     schema = replace(db.schema, privacy_unit=replace(db.schema.privacy_unit, caps=caps))
     plan = Plan.default(schema, 1.0, 1e-6, method="privlava")
     assert {c.name: c.method for c in plan.edges} == {
-        "items.order_id->orders": "privlava", "items.product_id->products": "degree",
-        "orders.store_id->stores": "degree"}
+        "items.order_id->orders": "privlava", "items.product_id->products": "parent-attributes",
+        "orders.store_id->stores": "parent-attributes"}
     assert plan.problems(schema) == []
+    # a public parent with nothing to copy (no attribute, no public table above it): degree
+    bare = replace(schema, tables=tuple(replace(t, attributes=()) if t.name == "stores" else t
+                                        for t in schema.tables))
+    assert {c.name: c.method for c in Plan.default(bare, 1.0, 1e-6, method="privlava").edges}[
+        "orders.store_id->stores"] == "degree"
     subs = plan.substitutions(schema, "privlava")
     assert len(subs) == 2 and all("no declared cap" in s for s in subs)
     # a declared cap on an FK to a public parent: modelled

@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from relviz.encoding import EncodedTable
-from relviz.errors import ParameterError, Problem
+from relviz.errors import ParameterError, PlanError, Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import Curator, PrivateTable
 from relviz.privacy.postprocessing import fit_margins
@@ -145,7 +145,10 @@ class PrivLava:
             attributes (``code = hi·b + lo``, ``b = ⌈√size⌉``, recombined after sampling and
             clamped): a smaller ``|A_max|`` lets a larger latent domain ``k`` be λ-useful (§4.7;
             docs/methods/privlava.md §5). Used only when latent modelling is λ-useful with the
-            digits (``_use_split``). None: no split.
+            digits (``_use_split``). None: no split. Default 30 (the authors' code: 20): a
+            parent attribute copied by parent-attributes (TPC-H's 25 brands) stays whole, so the
+            pairwise child model learns it with the child's attributes (docs/methods/privlava.md
+            §5–§6).
         split_ordered_above: Ordered (numeric, datetime) child attributes with more codes than
             this are split even when latent modelling is not λ-useful: two of them make a pair of
             over 4,096 cells, and their high digits are coarser bins of the same quantity
@@ -181,7 +184,7 @@ class PrivLava:
     allow_empty_groups: Any = "auto"
     m0: str = "relviz"
     tau_contrib: int | None = None
-    split_domains: int | None = 20
+    split_domains: int | None = 30
     split_ordered_above: int | None = 64
     device: str = "auto"
     size_init: float = 0.9
@@ -217,13 +220,15 @@ class PrivLava:
         (:func:`relviz.relational.registry.mixed_mode_shares`).
 
         FKs to public parents (relviz's mixed mode, docs/methods/privlava.md §2, "FKs to public parents"): ``"auto"``
-        (default) models those with a declared cap τ and links the others with the degree
-        method — PrivLava needs τ on every modelled FK, and a parent with no public bound on its
-        children (flights per airport: up to 10⁵) has none that leaves its latent marginals any
-        signal; ``"privlava"`` models every one (a missing τ is then a plan problem: declare one or
+        (default) models those with a declared cap τ and links the others — PrivLava needs τ on
+        every modelled FK, and a parent with no public bound on its children (flights per
+        airport: up to 10⁵) has none that leaves its latent marginals any signal — with
+        parent-attributes where the parent (or a public table one FK up) has attributes to copy,
+        so the child's model learns how its rows go with their parents' (docs/methods/keyed.md
+        §6; docs/methods/privlava.md §2), else with the degree method; ``"privlava"`` models
+        every one (a missing τ is then a plan problem: declare one or
         use ``relviz.privacy.caps.with_dp_caps``); a linker name (``"degree"``, the preset
         ``privlava-degree``) links every one with that linker."""
-        linker = "degree" if public == "auto" else public
         linked = {fk.name for fk in schema.private_foreign_keys
                   if self.linked_reason(schema, fk, public=public) is not None}
         fks = [fk.name for fk in fk_order(schema, linked)]
@@ -233,7 +238,7 @@ class PrivLava:
         each_linked, share = mixed_mode_shares(len(schema.private_foreign_keys), len(linked),
                                                len(fks) + len(roots))
         return [(f, "edge", self.name, share) for f in fks] + \
-            [(f, "edge", linker, each_linked) for f in sorted(linked)] + \
+            [(f, "edge", _public_linker(schema, f, public), each_linked) for f in sorted(linked)] + \
             [(t, "table", "mst", share) for t in roots]
 
     def linked_reason(self, schema: Schema, fk: ForeignKey, *, public: str = "auto") -> str | None:
@@ -870,6 +875,22 @@ def _spare_parents(taken: np.ndarray, n_parents: int, tau: int, k: int,
     if len(pick) < k:
         pick = np.concatenate([pick, rng.integers(0, n_parents, size=k - len(pick))])
     return pick.astype(np.int64)
+
+
+def _public_linker(schema: Schema, fk_name: str, public: str) -> str:
+    """The linker of an FK to a public parent that :meth:`PrivLava.default_components` links:
+    ``public`` when it names one; for ``"auto"``, ``"parent-attributes"`` where the parent or a
+    public table one FK up has an attribute to copy (docs/methods/keyed.md §6), else
+    ``"degree"``."""
+    if public != "auto":
+        return public
+    from relviz.relational.parent_attributes import parent_attribute_sources
+
+    try:
+        parent_attribute_sources(schema, schema.foreign_key(fk_name))
+    except PlanError:
+        return "degree"
+    return "parent-attributes"
 
 
 def _coded_sizes(sizes: list[int], split_domains: int | None) -> list[int]:
