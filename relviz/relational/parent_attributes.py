@@ -103,6 +103,14 @@ def _reachable(schema: Schema, table: str, hops: int) -> list[tuple[tuple[Foreig
     return out
 
 
+def is_copied_attribute(name: str) -> bool:
+    """Whether a child attribute's name is one that parent-attributes gives a copied parent
+    attribute (``"<FK columns>→<table>.<attribute>"``, :func:`parent_attribute_sources`);
+    fk-attribute's row attribute (``"<FK columns>→<table>"``) is not one."""
+    head, arrow, tail = str(name).partition("→")
+    return bool(arrow) and "." in tail
+
+
 def parent_attribute_sources(schema: Schema, fk: ForeignKey, attributes: Sequence[str] | None = None,
                              hops: int = 1) -> list[ParentAttribute]:
     """The public attributes that ``parent-attributes`` copies into ``fk``'s child, in the given

@@ -15,6 +15,7 @@ from relviz.errors import PlanError
 from relviz.plan import Plan
 from relviz.relational.parent_attributes import (
     association_order,
+    is_copied_attribute,
     match_by_attributes,
     parent_attribute_sources,
     with_parent_attributes,
@@ -74,6 +75,12 @@ def test_sources_default_to_every_attribute_one_hop_up_fewest_values_first() -> 
     assert [s.source for s in parent_attribute_sources(db.schema, fk, hops=0)] == ["products.size"]
     named = parent_attribute_sources(db.schema, fk, ["size", "brands.maker"])
     assert [s.source for s in named] == ["products.size", "brands.maker"]  # the order given
+    # PrivLava's split_copied_above recognises these names, not fk-attribute's row attribute
+    from relviz.relational.keyed import key_attribute_name
+
+    assert all(is_copied_attribute(s.name) for s in srcs)
+    assert not is_copied_attribute(key_attribute_name(db.schema, fk))
+    assert not any(is_copied_attribute(a) for a in db.schema.columns("sales"))
 
 
 def test_every_bad_attribute_is_reported_at_once() -> None:

@@ -415,6 +415,33 @@ def test_large_ordered_attributes_are_split_whatever_the_latent_model():
     assert not any(off._split_attribute(a, u) for a in (num100, num31, cat) for u in (False, True))
 
 
+
+def test_copied_parent_attributes_follow_their_own_split_limit():
+    """``split_copied_above = 30``: where latent modelling is λ-useful, a 25-code attribute that
+    parent-attributes copied (``"<cols>→<table>.<attr>"``) stays whole while a 25-code child
+    attribute of its own, and a copied one of 40 codes, are split (``split_domains = 20``);
+    fk-attribute's row attribute (``"dest→airports"``) follows ``split_domains``. The λ-usefulness
+    test codes each attribute by its own limit: ``k = 2`` needs ``2·|A_max| ≤ r`` (``r = ñ/t``,
+    as above), and with the copied 25 codes whole ``|A_max| = 25``, so ``r = 30`` fails and
+    ``r = 60`` passes; with every limit at 20 (``|A_max| = 10``) ``r = 30`` passes."""
+    from relviz.relational.privlava import PrivLava
+
+    lava = PrivLava()
+    own = Attribute.categorical("brand", range(25))
+    copied = Attribute.categorical("l_partkey→part.p_brand", range(25))
+    copied40 = Attribute.categorical("l_partkey→part.p_container", range(40))
+    row = Attribute.categorical("dest→airports", range(25))
+    assert [lava._split_attribute(a, True) for a in (own, copied, copied40, row)] == \
+        [True, False, True, True]
+    assert not any(lava._split_attribute(a, False) for a in (own, copied, copied40, row))
+    assert PrivLava(split_copied_above=None)._split_attribute(copied40, True) is False
+    assert _coded_sizes([25, 25, 7], [20, 30, None]) == [5, 5, 25, 7]
+    thr = 20 * math.sqrt(2 / math.pi)
+    assert not _use_split(30 * thr, 1.0, [100, 25], [20, 30], lam=20, k_max=25)
+    assert _use_split(60 * thr, 1.0, [100, 25], [20, 30], lam=20, k_max=25)
+    assert _use_split(30 * thr, 1.0, [100, 25], 20, lam=20, k_max=25)
+    assert not _use_split(10**6 * thr, 1.0, [25, 7], [30, 30], lam=20, k_max=25)  # nothing above
+
 def test_noise_free_fit_splits_where_latent_modelling_is_useful(census_noise_free):
     """Noise off: latent modelling is λ-useful, so AGE (86 bins) and INCTOT (100) are digits."""
     _, syn, _ = census_noise_free

@@ -145,10 +145,13 @@ class PrivLava:
             attributes (``code = hi·b + lo``, ``b = ⌈√size⌉``, recombined after sampling and
             clamped): a smaller ``|A_max|`` lets a larger latent domain ``k`` be λ-useful (§4.7;
             docs/methods/privlava.md §5). Used only when latent modelling is λ-useful with the
-            digits (``_use_split``). None: no split. Default 30 (the authors' code: 20): a
-            parent attribute copied by parent-attributes (TPC-H's 25 brands) stays whole, so the
-            pairwise child model learns it with the child's attributes (docs/methods/privlava.md
-            §5–§6).
+            digits (``_use_split``). None: no split. Attributes copied from public parents by
+            parent-attributes follow ``split_copied_above`` instead.
+        split_copied_above: ``split_domains`` for the child attributes that parent-attributes
+            copies from public parents (names ``"<FK columns>→<table>.<attribute>"``): 30, so a
+            copied attribute of up to 30 codes (TPC-H's 25 brands) stays whole and the pairwise
+            child model learns it with the child's own attributes, which is what the link
+            matches on (docs/methods/privlava.md §5–§6). None: never split by this rule.
         split_ordered_above: Ordered (numeric, datetime) child attributes with more codes than
             this are split even when latent modelling is not λ-useful: two of them make a pair of
             over 4,096 cells, and their high digits are coarser bins of the same quantity
@@ -184,7 +187,8 @@ class PrivLava:
     allow_empty_groups: Any = "auto"
     m0: str = "relviz"
     tau_contrib: int | None = None
-    split_domains: int | None = 30
+    split_domains: int | None = 20
+    split_copied_above: int | None = 30
     split_ordered_above: int | None = 64
     device: str = "auto"
     size_init: float = 0.9
@@ -205,7 +209,7 @@ class PrivLava:
             raise ParameterError("m0", "m0 must be 'relviz' or 'paper'")
         if not (self.device in ("auto", "scipy", "cpu") or str(self.device).startswith("cuda")):
             raise ParameterError("device", "device must be 'auto', 'scipy', 'cpu' or 'cuda[:n]'")
-        for name in ("tau_contrib", "split_domains", "split_ordered_above"):
+        for name in ("tau_contrib", "split_domains", "split_copied_above", "split_ordered_above"):
             v = getattr(self, name)
             if v is not None and (int(v) != v or v < (1 if name == "tau_contrib" else 4)):
                 raise ParameterError(name, f"{name} must be None or an integer ≥ "
@@ -358,13 +362,20 @@ class PrivLava:
                 for z in (Z1(fk.name), Z2(fk.name))]
 
     def _split_attribute(self, attribute, latent_useful: bool) -> bool:  # noqa: ANN001
-        """Whether a child attribute is modelled as two digits: above ``split_domains`` when
-        latent modelling is λ-useful with the digits; else only an ordered one above
-        ``split_ordered_above``."""
-        if latent_useful and self.split_domains is not None and attribute.size > self.split_domains:
+        """Whether a child attribute is modelled as two digits: above ``split_domains`` (a copied
+        parent attribute: ``split_copied_above``) when latent modelling is λ-useful with the
+        digits; else only an ordered one above ``split_ordered_above``."""
+        limit = self._split_limit(attribute.name)
+        if latent_useful and limit is not None and attribute.size > limit:
             return True
         return self.split_ordered_above is not None and attribute.kind != "categorical" and \
             attribute.size > self.split_ordered_above
+
+    def _split_limit(self, name: str) -> int | None:
+        """``split_domains``, or ``split_copied_above`` for an attribute parent-attributes copied."""
+        from relviz.relational.parent_attributes import is_copied_attribute
+
+        return self.split_copied_above if is_copied_attribute(name) else self.split_domains
 
     def _ordered_split(self, schema: Schema, table: str) -> set[str]:
         """The attributes of ``table`` split whatever the latent model (``split_ordered_above``)."""
@@ -542,9 +553,10 @@ class PrivLava:
             always = self._ordered_split(schema, fk.child)
             split = any(a.endswith("#hi") and a[:-3] not in always for a in attrs)
         else:  # the split only where latent modelling is λ-useful (public: ñ, σ_ℓ, domains)
-            split = _use_split(n_noisy, cals[True].sigma_latent,
-                               [a.size for a in schema.table(fk.child).attributes],
-                               self.split_domains, lam=self.lam, k_max=self.k_max)
+            child_attrs = schema.table(fk.child).attributes
+            split = _use_split(n_noisy, cals[True].sigma_latent, [a.size for a in child_attrs],
+                               [self._split_limit(a.name) for a in child_attrs],
+                               lam=self.lam, k_max=self.k_max)
             attrs, dom, codes = coding(split)
         cal = cals[split]
         child_enc = EncodedTable(fk.child, attrs, tuple(dom[a] for a in attrs), codes)
@@ -893,13 +905,22 @@ def _public_linker(schema: Schema, fk_name: str, public: str) -> str:
     return "parent-attributes"
 
 
-def _coded_sizes(sizes: list[int], split_domains: int | None) -> list[int]:
-    """The modelled domains once attributes with more than ``split_domains`` codes are two digits
-    (``⌈size/b⌉`` and ``b = ⌈√size⌉``); None: the sizes as they are."""
+def _limits(sizes: list[int], split_domains: Any) -> list[int | None]:
+    """One split limit per size: ``split_domains`` itself when it is a sequence, else repeated."""
+    if isinstance(split_domains, (list, tuple)):
+        if len(split_domains) != len(sizes):
+            raise ValueError("one split limit per attribute")
+        return list(split_domains)
+    return [split_domains] * len(sizes)
+
+
+def _coded_sizes(sizes: list[int], split_domains: Any) -> list[int]:
+    """The modelled domains once attributes with more than ``split_domains`` codes (an int or
+    None for all, or one per attribute) are two digits (``⌈size/b⌉`` and ``b = ⌈√size⌉``); None:
+    the sizes as they are."""
     out: list[int] = []
-    for size in sizes:
-        out += list(_digits(size)) if split_domains is not None and size > split_domains \
-            else [int(size)]
+    for size, limit in zip(sizes, _limits(sizes, split_domains)):
+        out += list(_digits(size)) if limit is not None and size > limit else [int(size)]
     return out
 
 
@@ -910,15 +931,16 @@ def _digits(size: int) -> tuple[int, int]:
     return int(math.ceil(size / b)), b
 
 
-def _use_split(n_noisy: float, sigma_split: float, sizes: list[int], split_domains: int | None,
+def _use_split(n_noisy: float, sigma_split: float, sizes: list[int], split_domains: Any,
                *, lam: float, k_max: int) -> bool:
-    """Whether to model the child's attributes with more than ``split_domains`` codes as two
+    """Whether to model the child's attributes with more than ``split_domains`` codes (an int or
+    None for all, or one per attribute) as two
     digits: only when latent modelling is λ-useful with them (§4.7: some ``k ≥ 2`` passes at the
     split coding's ``σ_ℓ`` and the released ``ñ``; public quantities only). The digits serve the
     latent model (a smaller ``|A_max|``, coarse high digits whose latent marginals are
     λ-useful); when not even ``k = 2`` is, the latent marginals are noise, and whole attributes
     keep every pair a 2-way marginal of the line-1 model."""
-    if split_domains is None or all(size <= split_domains for size in sizes):
+    if all(limit is None or size <= limit for size, limit in zip(sizes, _limits(sizes, split_domains))):
         return False
     return latent_k(n_noisy, sigma_split, max(_coded_sizes(sizes, split_domains)), lam=lam,
                     k_max=k_max)[1]
