@@ -107,7 +107,7 @@ def is_copied_attribute(name: str) -> bool:
     """Whether a child attribute's name is one that parent-attributes gives a copied parent
     attribute (``"<FK columns>→<table>.<attribute>"``, :func:`parent_attribute_sources`);
     fk-attribute's row attribute (``"<FK columns>→<table>"``) is not one."""
-    head, arrow, tail = str(name).partition("→")
+    _, arrow, tail = str(name).partition("→")
     return bool(arrow) and "." in tail
 
 
