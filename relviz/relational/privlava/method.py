@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from relviz.encoding import EncodedTable
-from relviz.errors import ParameterError, PlanError, Problem
+from relviz.errors import ParameterError, Problem
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import Curator, PrivateTable
 from relviz.privacy.postprocessing import fit_margins
@@ -896,13 +896,10 @@ def _public_linker(schema: Schema, fk_name: str, public: str) -> str:
     ``"degree"``."""
     if public != "auto":
         return public
-    from relviz.relational.parent_attributes import parent_attribute_sources
+    from relviz.relational import get as get_linker
 
-    try:
-        parent_attribute_sources(schema, schema.foreign_key(fk_name))
-    except PlanError:
-        return "degree"
-    return "parent-attributes"
+    copies = not get_linker("parent-attributes").problems(schema, schema.foreign_key(fk_name))
+    return "parent-attributes" if copies else "degree"
 
 
 def _limits(sizes: list[int], split_domains: Any) -> list[int | None]:
