@@ -896,9 +896,9 @@ def _public_linker(schema: Schema, fk_name: str, public: str) -> str:
     ``"degree"``."""
     if public != "auto":
         return public
-    from relviz.relational import get as get_linker
+    from relviz.relational.parent_attributes import ParentAttributeLinker
 
-    copies = not get_linker("parent-attributes").problems(schema, schema.foreign_key(fk_name))
+    copies = not ParentAttributeLinker().problems(schema, schema.foreign_key(fk_name))
     return "parent-attributes" if copies else "degree"
 
 
