@@ -158,27 +158,29 @@ def test_approach_menu_switches_to_privlava(page: Any, lab: dict[str, Any]) -> N
 
 
 MIXED_NB = "budget_panel_mixed.ipynb"
+#: regions (public, one attribute) ← households (entity) ← persons (τ = 4)
+MIXED_CODE = (
+    "import numpy as np, pandas as pd\n"
+    "from relviz import Database\nfrom relviz.ui import BudgetPanel\n"
+    "from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table\n"
+    "cat = lambda n, k: Attribute.categorical(n, list(range(k)))\n"
+    "fks = (ForeignKey('households', ('region',), 'regions'), ForeignKey('persons', ('hid',), 'households'))\n"
+    "schema = Schema((Table('regions', ('region',), (cat('climate', 2),), public=True),\n"
+    "                 Table('households', ('hid',), (cat('own', 2),)),\n"
+    "                 Table('persons', ('pid',), (cat('age', 3),))), fks,\n"
+    "                PrivacyUnit('households', {fks[1].name: 4}))\n"
+    "rng = np.random.default_rng(0)\n"
+    "db = Database(schema, {'regions': pd.DataFrame({'region': range(3), 'climate': [0, 1, 1]}),\n"
+    "    'households': pd.DataFrame({'hid': range(20), 'region': rng.integers(0, 3, 20), 'own': rng.integers(0, 2, 20)}),\n"
+    "    'persons': pd.DataFrame({'pid': range(40), 'hid': np.repeat(np.arange(20), 2), 'age': rng.integers(0, 3, 40)})})\n"
+    "panel = BudgetPanel(db, epsilon=1.0, delta=1e-6)\npanel")
 
 
 def test_approach_menu_lists_what_privpetal_links(page: Any, lab: dict[str, Any]) -> None:
     """PrivPetal chosen on a schema with an uncapped FK to a public parent: the message names the
     linked FK and why, the grid shows degree on it and PrivPetal on the other FK; undo restores
     the per-FK linkers."""
-    p = _open_panel(page, lab, MIXED_NB, (
-        "import numpy as np, pandas as pd\n"
-        "from relviz import Database\nfrom relviz.ui import BudgetPanel\n"
-        "from relviz.schema import Attribute, ForeignKey, PrivacyUnit, Schema, Table\n"
-        "cat = lambda n, k: Attribute.categorical(n, list(range(k)))\n"
-        "fks = (ForeignKey('households', ('region',), 'regions'), ForeignKey('persons', ('hid',), 'households'))\n"
-        "schema = Schema((Table('regions', ('region',), (cat('climate', 2),), public=True),\n"
-        "                 Table('households', ('hid',), (cat('own', 2),)),\n"
-        "                 Table('persons', ('pid',), (cat('age', 3),))), fks,\n"
-        "                PrivacyUnit('households', {fks[1].name: 4}))\n"
-        "rng = np.random.default_rng(0)\n"
-        "db = Database(schema, {'regions': pd.DataFrame({'region': range(3), 'climate': [0, 1, 1]}),\n"
-        "    'households': pd.DataFrame({'hid': range(20), 'region': rng.integers(0, 3, 20), 'own': rng.integers(0, 2, 20)}),\n"
-        "    'persons': pd.DataFrame({'pid': range(40), 'hid': np.repeat(np.arange(20), 2), 'age': rng.integers(0, 3, 40)})})\n"
-        "panel = BudgetPanel(db, epsilon=1.0, delta=1e-6)\npanel"))
+    p = _open_panel(page, lab, MIXED_NB, MIXED_CODE)
     start = _plan(page)["methods"]
     assert set(start.values()) == {"mst", "degree"}
     p.locator(f"{PANEL} .relviz-bp-approach select").select_option(label="PrivPetal")
@@ -188,6 +190,32 @@ def test_approach_menu_lists_what_privpetal_links(page: Any, lab: dict[str, Any]
     assert _plan(page)["methods"] == {"households.region->regions": "degree",
                                       "persons.hid->households": "privpetal"}
     page.screenshot("budget_panel_privpetal_mixed", p.locator(PANEL))
+    p.locator(f"{PANEL} .relviz-bp-undo").click()
+    _wait_message(page, "undone: approach")
+    assert _plan(page)["methods"] == start
+
+
+def test_privlava_links_a_public_parent_with_parent_attributes(page: Any, lab: dict[str, Any]
+                                                                ) -> None:
+    """PrivLava chosen where an uncapped FK points at a public parent with an attribute to copy
+    (docs/methods/privlava.md §2): the message names the FK and parent-attributes, the grid's
+    method menu of that FK shows parent-attributes and the PrivLava FK its σ lines; undo restores
+    the per-FK linkers."""
+    p = _open_panel(page, lab, "budget_panel_privlava_mixed.ipynb", MIXED_CODE)
+    start = _plan(page)["methods"]
+    p.locator(f"{PANEL} .relviz-bp-approach select").select_option(label="PrivLava")
+    _wait_message(page, "linked instead")
+    message = p.locator(f"{PANEL} .relviz-bp-message").inner_text()
+    assert "households.region->regions: parent-attributes" in message, message
+    methods = _plan(page)["methods"]
+    assert methods == {"households.region->regions": "parent-attributes",
+                       "persons.hid->households": "privlava", "households": "mst"}
+    row = list(methods).index("households.region->regions")
+    chosen = p.locator(f"{PANEL} .relviz-bp-method-{row} select").evaluate(
+        "s => s.options[s.selectedIndex].text")
+    assert chosen.replace("\xa0", " ").strip().startswith("Parent attributes"), chosen
+    p.locator(f"{PANEL} .relviz-bp-info", has_text="σ_ℓ").wait_for()
+    page.screenshot("budget_panel_privlava_mixed", p.locator(PANEL))
     p.locator(f"{PANEL} .relviz-bp-undo").click()
     _wait_message(page, "undone: approach")
     assert _plan(page)["methods"] == start
