@@ -931,16 +931,16 @@ def _digits(size: int) -> tuple[int, int]:
 def _use_split(n_noisy: float, sigma_split: float, sizes: list[int], split_domains: Any,
                *, lam: float, k_max: int) -> bool:
     """Whether to model the child's attributes with more than ``split_domains`` codes (an int or
-    None for all, or one per attribute) as two
-    digits: only when latent modelling is λ-useful with them (§4.7: some ``k ≥ 2`` passes at the
-    split coding's ``σ_ℓ`` and the released ``ñ``; public quantities only). The digits serve the
-    latent model (a smaller ``|A_max|``, coarse high digits whose latent marginals are
-    λ-useful); when not even ``k = 2`` is, the latent marginals are noise, and whole attributes
-    keep every pair a 2-way marginal of the line-1 model."""
-    if all(limit is None or size <= limit for size, limit in zip(sizes, _limits(sizes, split_domains))):
+    None for all, or one per attribute) as two digits: only when latent modelling is λ-useful
+    with them (§4.7: some ``k ≥ 2`` passes at the split coding's ``σ_ℓ`` and the released ``ñ``;
+    public quantities only). The digits serve the latent model (a smaller ``|A_max|``, coarse
+    high digits whose latent marginals are λ-useful); when not even ``k = 2`` is, the latent
+    marginals are noise, and whole attributes keep every pair a 2-way marginal of the line-1
+    model."""
+    coded = _coded_sizes(sizes, split_domains)
+    if len(coded) == len(sizes):  # nothing above its limit: no split to decide
         return False
-    return latent_k(n_noisy, sigma_split, max(_coded_sizes(sizes, split_domains)), lam=lam,
-                    k_max=k_max)[1]
+    return latent_k(n_noisy, sigma_split, max(coded), lam=lam, k_max=k_max)[1]
 
 
 def _own_kwargs(mech, sens, table: str, attrs) -> dict:  # noqa: ANN001
