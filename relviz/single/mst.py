@@ -46,7 +46,6 @@ from fractions import Fraction
 from itertools import combinations
 from typing import ClassVar
 
-import networkx as nx
 import numpy as np
 
 from relviz.encoding import code_dtype
@@ -207,7 +206,7 @@ class MSTModel:
         model: The ``mbi.MarkovRandomField`` over the (compressed) domain.
         attributes: Attribute names in table order.
         mapping: ``{attribute: original code → compressed code}`` for compressed attributes.
-        cliques: The selected 2-way cliques (tree edges).
+        cliques: The measured cliques of the tree edges (2-way, or wider with ``joint``).
         total: Estimated rows.
         measurements: The noisy releases the model was fitted to, ``(attributes, noisy counts
             (flat, C order, over the compressed domain), σ)``: PrivLava starts its tuple model
@@ -218,7 +217,7 @@ class MSTModel:
     model: object
     attributes: tuple[str, ...]
     mapping: dict[str, np.ndarray]
-    cliques: tuple[tuple[str, str], ...]
+    cliques: tuple[tuple[str, ...], ...]
     total: float
     measurements: tuple[tuple[tuple[str, ...], np.ndarray, float], ...] = ()
     total_variance: float = math.inf
@@ -241,6 +240,18 @@ class MST:
         required: Attribute pairs that are tree edges whatever the scores (a public choice; PrivLava
             requires its latent pair, whose joint state is one group type). They are measured
             with the other 2-way marginals and take no selection step.
+        joint: Attribute groups that are one node of the tree (a public choice; PrivLava's
+            line-1 model passes the two digits of each split attribute, docs/methods/privlava.md
+            §5): a node's "1-way" marginal is its group's joint marginal, a tree edge's marginal
+            spans both nodes' attributes, ``max_cells`` bounds that product, and ``d`` counts
+            nodes. The fit is then MST on the whole attributes, in the digit coding. Grouped
+            attributes are never compressed.
+        score: ``"l1"`` (MST's ``‖x_ab − x̂_ab‖₁``) or ``"excess"``: that minus its expectation
+            when the two are independent, ``√(2/π)·√n̂·(Σ√p̂_a)(Σ√p̂_b)`` (the binomial cells'
+            mean absolute deviations, from the noisy 1-way estimates and total: post-processing,
+            so the score's sensitivity is unchanged). The L1 score of an independent pair grows as
+            ``√(n·cells)``, so with a few large nodes the tree becomes a star around the largest;
+            the excess ranks pairs by dependence.
     """
 
     name: ClassVar[str] = "mst"
@@ -252,8 +263,16 @@ class MST:
     max_cells: int = 1_000_000
     max_domain: int = 10_000
     required: tuple[tuple[str, str], ...] = ()
+    joint: tuple[tuple[str, ...], ...] = ()
+    score: str = "l1"
 
     def __post_init__(self) -> None:
+        if self.score not in ("l1", "excess"):
+            raise ParameterError("score", "score must be 'l1' or 'excess'")
+        object.__setattr__(self, "joint", tuple(tuple(g) for g in self.joint))
+        seen = [a for g in self.joint for a in g]
+        if len(seen) != len(set(seen)) or any(len(g) < 2 for g in self.joint):
+            raise ParameterError("joint", "joint groups must be disjoint and have ≥ 2 attributes each")
         if int(self.iters) != self.iters or self.iters < 100:
             raise ParameterError("iters", "iters must be an integer ≥ 100")
         for name, low in (("compress_above", 2), ("max_cells", 4), ("max_domain", 2)):
@@ -291,12 +310,16 @@ class MST:
             ``{release label: σ}`` in release order; σ is per cell of the released vector.
         """
         rho = Fraction(rho)
-        d = len(table.attributes)
-        if d <= 1:
+        nodes = _nodes(table.attribute_names, self.joint)
+        d = len(nodes)
+        if len(table.attributes) <= 1:
             from relviz.single.independent import Independent
 
             return Independent().noise_scales(table, rho, histogram_sensitivity=histogram_sensitivity,
                                               score_sensitivity=score_sensitivity)
+        if d <= 1:  # one node: all of ρ on its joint marginal (fit's fit_single_attribute rule)
+            return {f"joint marginal ({' × '.join(nodes[0])})":
+                    gaussian_sigma(histogram_sensitivity, rho)}
         rho1, _, rho3 = _thirds(rho)
         own = _own_histogram(table.attribute_names, latent, histogram_sensitivity, own_sensitivity)
         if own is None:
@@ -305,7 +328,7 @@ class MST:
                 f"2-way marginals ({d - 1} tree edges)":
                     gaussian_sigma(histogram_sensitivity * math.sqrt(d - 1), rho3),
             }
-        n_lat = len(set(latent) & set(table.attribute_names))
+        n_lat = sum(1 for v in nodes if set(v) & set(latent))
         return {  # σ = Δ·√n/√(2ρ_step) for each group (module docstring)
             f"1-way marginals ({d - n_lat} attributes without latent columns)":
                 gaussian_sigma(own * math.sqrt(d), rho1),
@@ -333,31 +356,37 @@ class MST:
         mbi = import_mbi()
         attrs = tuple(data.attributes)
         sizes = dict(zip(attrs, data.sizes))
-        d = len(attrs)
         rho = budget.rho
-        if d <= 1:  # nothing to select: all budget on the 1-way marginal (or the count)
+        if len(attrs) <= 1:  # nothing to select: all budget on the 1-way marginal (or the count)
             return fit_single_attribute(data, budget, histogram_sensitivity=histogram_sensitivity,
                                         score_sensitivity=score_sensitivity, progress=progress)
+        nodes = _nodes(attrs, self.joint)
+        d = len(nodes)
+        node_of = {a: v for v in nodes for a in v}
+        if d <= 1:  # one joint node: all of ρ on its marginal
+            return self._fit_one_node(data, budget, nodes[0], histogram_sensitivity, progress)
         rho1, rho2, rho3 = _thirds(rho)
 
-        # 1. one-way marginals --------------------------------------------------------------
+        # 1. one-way marginals (a joint node's: its group's joint marginal) --------------------
         progress(0.02, "measuring 1-way marginals")
         own = _own_histogram(attrs, latent, histogram_sensitivity, own_sensitivity)
         heavy_attr = {a: own is not None and a in set(latent) for a in attrs}
-        exact1 = [data.marginal((a,)) for a in attrs]
-        noisy1, sig1 = _release(budget, exact1, [heavy_attr[a] for a in attrs], rho1,
+        heavy = {v: any(heavy_attr[a] for a in v) for v in nodes}
+        exact1 = [data.marginal(v) for v in nodes]
+        noisy1, sig1 = _release(budget, exact1, [heavy[v] for v in nodes], rho1,
                                 histogram_sensitivity, own, "1-way marginals", "attributes", "step 1")
-        y1 = dict(zip(attrs, noisy1))
-        sigma_of = dict(zip(attrs, sig1))
+        y1 = dict(zip(nodes, noisy1))
+        sigma_of = dict(zip(nodes, sig1))
         # a pair's score with a latent column is scaled to the own score sensitivity (public)
         score_scale = 1.0 if own is None else float(own_sensitivity[1]) / score_sensitivity  # type: ignore[index]
         score_sens = score_sensitivity * score_scale
 
-        # 2. compression (3σ rule) ------------------------------------------------------------
+        # 2. compression (3σ rule; single-attribute nodes only) ----------------------------------
         mapping: dict[str, np.ndarray] = {}
-        for a in attrs:
-            if sizes[a] > self.compress_above:
-                rare = y1[a] < 3 * sigma_of[a]
+        for v in nodes:
+            a = v[0]
+            if len(v) == 1 and sizes[a] > self.compress_above:
+                rare = y1[v] < 3 * sigma_of[v]
                 if 2 <= rare.sum() < sizes[a]:
                     codes = np.empty(sizes[a], dtype=np.int64)
                     codes[~rare] = np.arange((~rare).sum())
@@ -366,33 +395,41 @@ class MST:
         full_domain = mbi.Domain(attrs, [sizes[a] for a in attrs])
         csize = {a: int(mapping[a].max()) + 1 if a in mapping else sizes[a] for a in attrs}
         domain = mbi.Domain(attrs, [csize[a] for a in attrs])
-        meas1 = [mbi.LinearMeasurement(y1[a], (a,), stddev=sigma_of[a]).compress(mapping, full_domain)
-                 if a in mapping else mbi.LinearMeasurement(y1[a], (a,), stddev=sigma_of[a])
-                 for a in attrs]
+        ncells = {v: int(np.prod([csize[a] for a in v])) for v in nodes}
+
+        def measurement(y: np.ndarray, clique: tuple[str, ...], sigma: float):  # noqa: ANN202
+            m = mbi.LinearMeasurement(y, clique, stddev=sigma)
+            return m.compress(mapping, full_domain) if any(a in mapping for a in clique) else m
+
+        meas1 = [measurement(y1[v], v, sigma_of[v]) for v in nodes]
 
         # 3. selection: Kruskal with the exponential mechanism -------------------------------------
         progress(0.15, "selecting 2-way marginals")
         total = float(np.average([y.sum() for y in y1.values()]))
         total = max(total, 1.0)
         p1 = {}
-        for a in attrs:
-            y = y1[a] if a not in mapping else np.bincount(mapping[a], weights=y1[a], minlength=csize[a])
-            p1[a] = project_counts(y, total) / total
-        pairs = [(a, b) for a, b in combinations(attrs, 2) if csize[a] * csize[b] <= self.max_cells]
+        for v in nodes:
+            y = y1[v] if v[0] not in mapping else np.bincount(mapping[v[0]], weights=y1[v],
+                                                              minlength=csize[v[0]])
+            p1[v] = project_counts(y, total) / total
+        pairs = [(a, b) for a, b in combinations(nodes, 2) if ncells[a] * ncells[b] <= self.max_cells]
         weights = {}
+        root = {v: float(np.sqrt(p1[v]).sum()) for v in nodes}
         for a, b in pairs:
-            x_ab = self._compressed(data.marginal((a, b)), a, b, sizes, mapping, csize)
-            weights[(a, b)] = float(np.abs(x_ab - total * np.outer(p1[a], p1[b]).ravel()).sum()) \
-                * (score_scale if heavy_attr[a] or heavy_attr[b] else 1.0)
-        tree = nx.Graph()
-        tree.add_nodes_from(attrs)
-        comp = {a: i for i, a in enumerate(attrs)}
-        selected: list[tuple[str, str]] = []
-        for a, b in self.required:
-            if a in comp and b in comp and comp[a] != comp[b]:
-                selected.append((a, b))
-                old_c, new_c = comp[b], comp[a]
-                comp = {k: (new_c if v == old_c else v) for k, v in comp.items()}
+            x_ab = _compressed(data.marginal(a + b), a + b, sizes, mapping, csize)
+            w = float(np.abs(x_ab - total * np.outer(p1[a], p1[b]).ravel()).sum())
+            if self.score == "excess":  # minus the independent pair's expected L1 (public)
+                w -= math.sqrt(2 / math.pi) * math.sqrt(total) * root[a] * root[b]
+            weights[(a, b)] = w * (score_scale if heavy[a] or heavy[b] else 1.0)
+        comp = {v: i for i, v in enumerate(nodes)}
+        selected: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+        for ra, rb in self.required:
+            if ra in node_of and rb in node_of:
+                a, b = node_of[ra], node_of[rb]
+                if comp[a] != comp[b]:
+                    selected.append((a, b))
+                    old_c, new_c = comp[b], comp[a]
+                    comp = {k: (new_c if v == old_c else v) for k, v in comp.items()}
         n_steps = d - 1 - len(selected)
         step_rho = [rho2 / n_steps] * (n_steps - 1) if n_steps > 0 else []
         if n_steps > 0:
@@ -408,20 +445,19 @@ class MST:
             selected.append((a, b))
             old, new = comp[b], comp[a]
             comp = {k: (new if v == old else v) for k, v in comp.items()}
-            progress(0.15 + 0.25 * (step + 1) / n_steps, f"selected {a} × {b}")
+            progress(0.15 + 0.25 * (step + 1) / n_steps, f"selected {'·'.join(a)} × {'·'.join(b)}")
 
         if n_steps <= 0:  # every edge was required: the selection budget measures them instead
             rho3 = rho3 + rho2
         # 4. two-way marginals ------------------------------------------------------------------
         meas2 = []
+        cliques = tuple(a + b for a, b in selected)
         if selected:
-            exact2 = [data.marginal(p) for p in selected]
-            noisy2, sig2 = _release(budget, exact2, [heavy_attr[a] or heavy_attr[b] for a, b in selected],
+            exact2 = [data.marginal(c) for c in cliques]
+            noisy2, sig2 = _release(budget, exact2, [heavy[a] or heavy[b] for a, b in selected],
                                     rho3, histogram_sensitivity, own, "2-way marginals", "tree edges",
                                     "step 4")
-            for (a, b), y, sigma2 in zip(selected, noisy2, sig2):
-                m = mbi.LinearMeasurement(y, (a, b), stddev=sigma2)
-                meas2.append(m.compress(mapping, full_domain) if (a in mapping or b in mapping) else m)
+            meas2 = [measurement(y, c, sigma2) for c, y, sigma2 in zip(cliques, noisy2, sig2)]
 
         # 5. estimation --------------------------------------------------------------------------
         progress(0.45, "estimating the graphical model")
@@ -437,18 +473,50 @@ class MST:
         progress(1.0, "fitted")
         released = tuple((tuple(m.clique), np.asarray(m.noisy_measurement, dtype=np.float64),
                           float(m.stddev)) for m in meas1 + meas2)
-        return MSTModel(model, attrs, mapping, tuple(selected), float(model.total), released,
+        return MSTModel(model, attrs, mapping, cliques, float(model.total), released,
                         mbi_total_variance(meas1 + meas2))
 
-    @staticmethod
-    def _compressed(x: np.ndarray, a: str, b: str, sizes: dict[str, int],
-                    mapping: dict[str, np.ndarray], csize: dict[str, int]) -> np.ndarray:
-        if a not in mapping and b not in mapping:
-            return x
-        ma = mapping.get(a, np.arange(sizes[a]))
-        mb = mapping.get(b, np.arange(sizes[b]))
-        idx = (ma[:, None] * csize[b] + mb[None, :]).ravel()
-        return np.bincount(idx, weights=x, minlength=csize[a] * csize[b])
+    def _fit_one_node(self, data: PrivateTable, budget: Budget, node: tuple[str, ...],
+                      histogram_sensitivity: float, progress: Reporter) -> MSTModel:
+        """Every attribute in one ``joint`` group: all of ρ on its joint marginal."""
+        mbi = import_mbi()
+        attrs = tuple(data.attributes)
+        progress(0.05, "measuring the joint marginal")
+        y, sigma = budget.gaussian(data.marginal(node), rho=budget.rho, sensitivity=histogram_sensitivity,
+                                   label=f"joint marginal ({' × '.join(node)})", source=SOURCE + " step 1",
+                                   integer=True)
+        meas = [mbi.LinearMeasurement(y, node, stddev=sigma)]
+        domain = mbi.Domain(attrs, list(data.sizes))
+        model = mbi.estimation.MirrorDescent().estimate(domain, meas, iters=self.iters)
+        progress(1.0, "fitted")
+        return MSTModel(model, attrs, {}, (), float(model.total),
+                        ((node, np.asarray(y, dtype=np.float64), float(sigma)),), mbi_total_variance(meas))
+
+
+def _nodes(attrs: tuple[str, ...] | list[str], joint: tuple[tuple[str, ...], ...]
+           ) -> list[tuple[str, ...]]:
+    """The tree's nodes: each ``joint`` group present in ``attrs`` (in ``attrs`` order, at its
+    first attribute's place) and every other attribute alone."""
+    attrs = tuple(attrs)
+    group = {a: g for g in joint for a in g}
+    out: list[tuple[str, ...]] = []
+    for a in attrs:
+        g = group.get(a)
+        if g is None or not set(g) <= set(attrs):
+            out.append((a,))
+        elif a == next(x for x in attrs if x in g):
+            out.append(tuple(x for x in attrs if x in g))
+    return out
+
+
+def _compressed(x: np.ndarray, clique: tuple[str, ...], sizes: dict[str, int],
+                mapping: dict[str, np.ndarray], csize: dict[str, int]) -> np.ndarray:
+    """A flat (C order) marginal over ``clique`` with its compressed attributes' codes merged."""
+    if not any(a in mapping for a in clique):
+        return x
+    maps = [mapping.get(a, np.arange(sizes[a])) for a in clique]
+    idx = np.ravel_multi_index(np.ix_(*maps), [csize[a] for a in clique]).ravel()
+    return np.bincount(idx, weights=x, minlength=int(np.prod([csize[a] for a in clique])))
 
 
 def fit_single_attribute(data, budget: Budget, *, histogram_sensitivity: float,  # noqa: ANN001

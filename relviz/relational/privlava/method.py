@@ -88,6 +88,9 @@ __all__ = ["PrivLava", "FittedPrivLava", "FKModel"]
 
 SOURCE = "PrivLava (Cai, Xiao & Cormode, SIGMOD 2023)"
 NULL_SHARE = Fraction(1, 50)
+#: M-step (and line-1) mirror-descent iterations with ``line1_whole``'s larger cliques: 300 left
+#: TPC-H's fit unconverged (docs/methods/privlava.md §6, stop 58).
+WHOLE_ITERS = 1000
 
 
 @dataclass
@@ -167,6 +170,14 @@ class PrivLava:
             near-uniform start, the few noisy EM iterations do not break the symmetry of ``Z₂``
             when the noise is small; docs/methods/privlava.md §2). 0: ``Z₂`` starts as the
             paper's draw.
+        line1_whole: Alg. 2 line 1's MST treats the two digits of each split *categorical*
+            attribute as one node (:class:`~relviz.single.mst.MST`'s ``joint``, with its
+            ``"excess"`` score): a categorical's digits are arbitrary blocks of codes, so a
+            relation such as quantity × part type shows in no pair of digits; as one node it is
+            one measured clique, and the digits serve the latent marginals only. An ordered
+            attribute keeps its digits (the high one is a coarser bin). The cliques are larger,
+            so the M-steps then run ``WHOLE_ITERS`` (1,000) mirror-descent iterations at least.
+            Off by default until measured over 10 seeds (docs/methods/privlava.md §6, stop 58).
         device: Where the E-step scoring runs: ``"auto"`` (torch on CUDA when present, else
             scipy.sparse on the CPU, which is faster there), ``"cpu"``/``"cuda"`` (torch there), or
             ``"scipy"``.
@@ -193,6 +204,7 @@ class PrivLava:
     device: str = "auto"
     size_init: float = 0.9
     attr_init: float = 0.9
+    line1_whole: bool = False
 
     def __post_init__(self) -> None:
         if self.assignment not in ("soft", "hard"):
@@ -207,6 +219,8 @@ class PrivLava:
                 raise ParameterError(name, f"{name} must be in [0, 1)")
         if self.m0 not in ("relviz", "paper"):
             raise ParameterError("m0", "m0 must be 'relviz' or 'paper'")
+        if not isinstance(self.line1_whole, bool):
+            raise ParameterError("line1_whole", "line1_whole must be True or False")
         if not (self.device in ("auto", "scipy", "cpu") or str(self.device).startswith("cuda")):
             raise ParameterError("device", "device must be 'auto', 'scipy', 'cpu' or 'cuda[:n]'")
         for name in ("tau_contrib", "split_domains", "split_copied_above", "split_ordered_above"):
@@ -569,8 +583,14 @@ class PrivLava:
         K = k * k  # noqa: N806
         rep(0.03, f"Alg. 2 line 1: MST on {fk.child} (k = {k})")
         sub = Budget(budget.accountant, budget.component, rho_mst, budget.rng)
-        mst = MST(iters=max(100, self.iters), compress_above=10**9,
-                  max_cells=max(4, self.max_clique_cells // K), required=_latent_pairs(attrs))
+        child_table = schema.table(fk.child)
+        digits = tuple(p for p in _digit_pairs(attrs) if self.line1_whole
+                       and child_table.attribute(p[0][:-3]).kind == "categorical")
+        iters = max(self.iters, WHOLE_ITERS) if digits else self.iters  # larger cliques
+        mst = MST(iters=max(100, iters), compress_above=10**9,
+                  max_cells=max(4, self.max_clique_cells // K),
+                  required=tuple(p for p in _latent_pairs(attrs) if p not in digits), joint=digits,
+                  score="excess" if digits else "l1")
         obs = mst.fit(data, sub, histogram_sensitivity=sens.hist[fk.child],
                       score_sensitivity=sens.score[fk.child],
                       progress=lambda f, msg="": rep(0.03 + 0.07 * f, f"Alg. 2 line 1: {msg}"),
@@ -641,7 +661,7 @@ class PrivLava:
                 state.p_z, state.p_size = p_z, p_size
                 meas = measurements + [(sa + sz, y, s) for (sa, sz), (y, s) in zip(latent, lat)]
                 state.model = pgm.fit_model(model_dom, meas, n_noisy, warm=state.model,
-                                            iters=self.iters)
+                                            iters=iters)
 
         em(self.T, 0)
         rng = np.random.default_rng([seed & 0xFFFFFFFF, 7, len(fk.name)])
@@ -956,13 +976,24 @@ def _own_kwargs(mech, sens, table: str, attrs) -> dict:  # noqa: ANN001
 def _released_one_way(measurements, dom: Mapping[str, int]) -> dict[str, np.ndarray]:  # noqa: ANN001
     """``{attribute: (|A|,) probabilities}`` from the noisy 1-way measurements of Alg. 2 line 1
     (post-processing: clipped at 0 and normalised; an attribute without one, or whose clipped
-    counts are all 0, is left out)."""
+    counts are all 0, is left out). A split attribute's joint ``(A#hi, A#lo)`` measurement (the
+    line-1 model of the whole attributes) gives both digits' (its clipped counts summed)."""
     out = {}
     for attrs, y, _ in measurements:
-        if len(attrs) == 1 and attrs[0] in dom and np.ndim(y) == 1 and len(y) == dom[attrs[0]]:
-            c = np.clip(np.asarray(y, dtype=np.float64), 0.0, None)
+        attrs = tuple(attrs)
+        if not attrs or any(a not in dom for a in attrs) or np.ndim(y) != 1 or \
+                len(y) != int(np.prod([dom[a] for a in attrs])):
+            continue
+        if len(attrs) == 2 and attrs in _digit_pairs(attrs):
+            c = np.clip(np.asarray(y, dtype=np.float64), 0.0, None).reshape(dom[attrs[0]], dom[attrs[1]])
+            parts = {attrs[0]: c.sum(axis=1), attrs[1]: c.sum(axis=0)}
+        elif len(attrs) == 1:
+            parts = {attrs[0]: np.clip(np.asarray(y, dtype=np.float64), 0.0, None)}
+        else:
+            continue
+        for a, c in parts.items():
             if c.sum() > 0:
-                out[attrs[0]] = c / c.sum()
+                out[a] = c / c.sum()
     return out
 
 
@@ -972,8 +1003,12 @@ def _latent_pairs(attrs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     child's line-1 model) and the two digits of a split attribute."""
     lat = tuple((a, a.replace("__Z1[", "__Z2[", 1)) for a in attrs
                 if a.startswith("__Z1[") and a.replace("__Z1[", "__Z2[", 1) in attrs)
-    dig = tuple((a, a[:-3] + "#lo") for a in attrs if a.endswith("#hi") and a[:-3] + "#lo" in attrs)
-    return lat + dig
+    return lat + _digit_pairs(attrs)
+
+
+def _digit_pairs(attrs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """The ``(A#hi, A#lo)`` digit pairs of the split attributes among ``attrs``."""
+    return tuple((a, a[:-3] + "#lo") for a in attrs if a.endswith("#hi") and a[:-3] + "#lo" in attrs)
 
 
 def _rebalanced(p_size: np.ndarray, p_z: np.ndarray, z: np.ndarray, iters: int = 200) -> np.ndarray:
