@@ -22,7 +22,10 @@ compiled code across runs; compressing them buys little); the independence model
 marginals are computed directly as outer products of the non-negative least-squares 1-way
 estimates (what ``mbi`` returns for 1-way cliques, without a JIT compile); mbi samples with the
 global numpy RNG, so sampling runs inside a context that seeds it from the caller's generator and
-restores it afterwards.
+restores it afterwards. Two options, off by default, serve PrivLava's line-1 model
+(docs/methods/mst.md §4): ``joint`` attribute groups that are one tree node (a split
+attribute's digits), and the ``"excess"`` selection score (L1 minus its expectation for an
+independent pair, computed from the noisy 1-way estimates).
 
 **Latent columns** (``fit(latent=…, own_sensitivity=…)``, used by PrivLava's augmented tables,
 docs/methods/privlava.md §4): when some attributes are latent columns whose values change on

@@ -186,6 +186,14 @@ def test_mst_joint_group_is_one_node_of_the_tree() -> None:
                        for c in model.cliques)
             assert any({"w#hi", "w#lo", "x"} <= set(c) for c in model.cliques)
     assert rates[True] >= 0.95 and rates[False] <= 0.45, rates
+    # every attribute in one group: all of ρ on the joint marginal, σ as noise_scales says
+    one = MST(iters=100, joint=(attrs,))
+    acc = Accountant(rho, delta=1e-6)
+    model = one.fit(PrivateTable(enc, ReadLog()), Budget(acc, "t", rho, np.random.default_rng(1)),
+                    histogram_sensitivity=1.0, score_sensitivity=1.0, progress=silent())
+    assert acc.spent() == rho and len(acc.ledger) == 1 and model.cliques == ()
+    assert {e.label: e.sigma for e in acc.ledger} == pytest.approx(
+        one.noise_scales(table, rho, histogram_sensitivity=1.0, score_sensitivity=1.0), rel=1e-12)
     with pytest.raises(ParameterError):
         MST(joint=(("a", "b"), ("b", "c")))
     with pytest.raises(ParameterError):
