@@ -80,6 +80,7 @@ from relviz.relational.registry import (
     fit_mixed_mode_linkers,
     mixed_mode_linker_problems,
     mixed_mode_shares,
+    public_parent_linker,
     register_database,
 )
 from relviz.schema import ForeignKey, Schema
@@ -257,7 +258,7 @@ class PrivLava:
         each_linked, share = mixed_mode_shares(len(schema.private_foreign_keys), len(linked),
                                                len(fks) + len(roots))
         return [(f, "edge", self.name, share) for f in fks] + \
-            [(f, "edge", _public_linker(schema, f, public), each_linked) for f in sorted(linked)] + \
+            [(f, "edge", public_parent_linker(schema, f, public), each_linked) for f in sorted(linked)] + \
             [(t, "table", "mst", share) for t in roots]
 
     def linked_reason(self, schema: Schema, fk: ForeignKey, *, public: str = "auto") -> str | None:
@@ -908,19 +909,6 @@ def _spare_parents(taken: np.ndarray, n_parents: int, tau: int, k: int,
     if len(pick) < k:
         pick = np.concatenate([pick, rng.integers(0, n_parents, size=k - len(pick))])
     return pick.astype(np.int64)
-
-
-def _public_linker(schema: Schema, fk_name: str, public: str) -> str:
-    """The linker of an FK to a public parent that :meth:`PrivLava.default_components` links:
-    ``public`` when it names one; for ``"auto"``, ``"parent-attributes"`` where the parent or a
-    public table one FK up has an attribute to copy (docs/methods/keyed.md §6), else
-    ``"degree"``."""
-    if public != "auto":
-        return public
-    from relviz.relational.parent_attributes import ParentAttributeLinker
-
-    copies = not ParentAttributeLinker().problems(schema, schema.foreign_key(fk_name))
-    return "parent-attributes" if copies else "degree"
 
 
 def _limits(sizes: list[int], split_domains: Any) -> list[int | None]:

@@ -75,6 +75,7 @@ from relviz.relational.registry import (
     fit_mixed_mode_linkers,
     mixed_mode_linker_problems,
     mixed_mode_shares,
+    public_parent_linker,
     register_database,
 )
 from relviz.schema import ForeignKey, Schema
@@ -429,12 +430,24 @@ class PrivPetal(Params):
 
         Mixed mode (relviz's, as PrivLava's; docs/methods/privpetal.md §5.5): an FK that PrivPetal
         cannot model — a public parent with no declared cap ``N``, or a cap above
-        :data:`MAX_CAP` (one model per slot) — is linked with the degree method instead
-        (:meth:`linked_reason`; ``Plan.substitutions`` lists it with the reason). ``public``:
-        ``"auto"`` (default) as said; ``"privpetal"`` links nothing (every FK must then be
-        modellable, else ``plan_problems`` says why); a linker name (``"degree"``) links every FK
-        to a public parent with it, and the over-cap ones as in ``"auto"``."""
-        linker = "degree" if public in ("auto", self.name) else public
+        :data:`MAX_CAP` (one model per slot) — is linked instead (:meth:`linked_reason`;
+        ``Plan.substitutions`` lists it with the reason): an FK to a public parent with
+        parent-attributes where the parent (or a public table one FK up) has attributes to copy,
+        so that the child's model (PrivPetal's flattened relation, or the stand-alone table's
+        mechanism) learns how a child goes with its parent's public attributes, else with the
+        degree method (:func:`relviz.relational.registry.public_parent_linker`); an over-cap FK
+        with the degree method. ``public``: ``"auto"`` (default) as said; ``"privpetal"`` links
+        nothing (every FK must then be modellable, else ``plan_problems`` says why); a linker
+        name (``"degree"``) links every FK to a public parent with it, and the over-cap ones
+        too (``Plan.with_public_links(schema, "degree")`` gives a default plan the degree link of
+        the runs before stop 59)."""
+        def linker(fk_name: str) -> str:
+            if public in ("auto", self.name):
+                fk = schema.foreign_key(fk_name)
+                return public_parent_linker(schema, fk_name) if schema.table(fk.parent).public \
+                    else "degree"
+            return public
+
         linked = {fk.name for fk in schema.private_foreign_keys
                   if self.linked_reason(schema, fk, public=public) is not None}
         rels = relations(schema, linked)
@@ -447,7 +460,7 @@ class PrivPetal(Params):
         for r in rels:
             fks = fk_order(schema, r, linked)
             out += [(f.name, "edge", self.name, share / len(fks)) for f in fks]
-        out += [(f, "edge", linker, each_linked) for f in sorted(linked)]
+        out += [(f, "edge", linker(f), each_linked) for f in sorted(linked)]
         out += [(t, "table", mechanism, share) for t in alone]
         return out
 
@@ -491,7 +504,8 @@ class PrivPetal(Params):
                     self.for_component(c)
                 except (TypeError, ValueError) as e:
                     out.append(Problem("bad_parameter", f"privpetal: {e}", column=c.name))
-        out += mixed_mode_linker_problems("PrivPetal", components, linked, schema)
+        out += mixed_mode_linker_problems("PrivPetal", components, linked, schema,
+                                          generated_key_attributes=True)
         for key in sorted(self.splits or {}):
             table, _, attr = key.partition(".")
             if table not in schema.table_names or attr not in schema.table(table).attribute_names:
