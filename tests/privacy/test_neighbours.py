@@ -598,6 +598,12 @@ def _petal_schemas() -> list[Case]:
              dict(min_rows=2, max_rows=4, min_degree={fks[1].name: 1})),
         Case("petal-mixed-uncapped-public-parent-tuple", _petal_tuple(mixed),
              dict(min_rows=2, max_rows=4, min_degree={fks[1].name: 1})),
+        # the same FK with parent-attributes: the depot's region attributes are copied into
+        # items, a child PrivPetal generates (docs/methods/privpetal.md §5.5)
+        Case("petal-mixed-parent-attributes-entity", mixed,
+             dict(min_rows=2, max_rows=4, min_degree={fks[1].name: 1})),
+        Case("petal-mixed-parent-attributes-tuple", _petal_tuple(mixed),
+             dict(min_rows=2, max_rows=4, min_degree={fks[1].name: 1})),
     ]
 
 
@@ -627,6 +633,8 @@ def test_privpetal_releases_within_declared_sensitivity(case: Case, data: st.Dat
     db = data.draw(databases(case.schema, **case.draw), label="database")
     seed = data.draw(st.integers(0, 2**32 - 1), label="neighbour seed")
     plan = _petal_plan(case.schema)
+    if "parent-attributes" in case.id:
+        plan = plan.with_method("items.depot->depots", "parent-attributes")
     nbrs = neighbours(db, np.random.default_rng(seed), n_row=ROW_NEIGHBOURS)
     fitted, reference = record_fit(db, plan)
     labels = " | ".join(r.label for r in reference)
@@ -645,7 +653,8 @@ def test_privpetal_releases_within_declared_sensitivity(case: Case, data: st.Dat
                and r.label.startswith("relviz: children per parent value of ")]
         assert got == list(names), (fk.name, got, names)
     assert linked == ({"items.depot->depots"} if "mixed" in case.id else set())
-    if linked:  # the depot's public attributes, copied into items, are modelled by PrivPetal
+    if "parent-attributes" in case.id:  # the depot's public attributes, copied into items,
+        # are columns of PrivPetal's flattened relation
         assert {c.method for c in plan.edges if c.name in linked} == {"parent-attributes"}
         assert "relviz: children's one-way marginal of depot→" in labels, labels
     assert all(any(r.component == n for r in reference) for n in linked)  # the linker released

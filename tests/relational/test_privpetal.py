@@ -1743,9 +1743,9 @@ def _fit_mixed(db: Database, eps: float, seed: int = 0) -> tuple:
 
 
 def test_mixed_mode_links_an_uncapped_fk_to_a_public_parent() -> None:
-    """An FK to a public parent with no declared cap is linked — with parent-attributes, since the
-    products have an attribute to copy (listed by ``Plan.substitutions`` with the reason) — the
-    other FKs are modelled; the output keeps every
+    """An FK to a public parent with no declared cap is linked — with the degree method, since
+    PrivPetal generates the child (items); listed by ``Plan.substitutions`` with the reason —
+    the other FKs are modelled; the output keeps every
     F1 property; the linker's releases are in the ledger under its component and every component
     spends at most its planned ρ; ``public="privpetal"`` links nothing (the missing cap is then a
     plan problem, as before)."""
@@ -1761,7 +1761,7 @@ def test_mixed_mode_links_an_uncapped_fk_to_a_public_parent() -> None:
     assert {c.name: (c.method, c.share) for c in plan.edges} == {
         "orders.store_id->stores": ("privpetal", Fraction(4, 9)),
         "items.order_id->orders": ("privpetal", Fraction(4, 9)),
-        "items.product_id->products": ("parent-attributes", Fraction(1, 9))}
+        "items.product_id->products": ("degree", Fraction(1, 9))}
     subs = plan.substitutions(db.schema, "privpetal")
     assert len(subs) == 1 and "no declared cap N" in subs[0]
     assert not plan.problems(db.schema)
@@ -1776,8 +1776,7 @@ def test_mixed_mode_links_an_uncapped_fk_to_a_public_parent() -> None:
     assert linked and not any(e.label.startswith("Alg. ") for e in linked)
     for c in plan.components:
         assert 0 < synth.accountant_.spent(c.name) <= plan.rho_of(c.name), c.name
-    # the link (the degree baseline's release) keeps the product popularity that an unlinked
-    # draw would lose
+    # the degree linker keeps the product popularity that an unlinked draw would lose
     real = np.bincount(db.parent_index(db.schema.foreign_key("items.product_id->products")), minlength=30)
     fake = np.bincount(syn.parent_index(syn.schema.foreign_key("items.product_id->products")), minlength=30)
     assert np.corrcoef(real, fake)[0, 1] > 0.5

@@ -121,9 +121,10 @@ def test_budget_panel_approach_menu(census: Database) -> None:
 
 def test_set_approach_lists_the_fks_a_database_method_links() -> None:
     """Choosing PrivPetal on a schema with an uncapped FK to a public parent: the FK is linked with
-    parent-attributes (mixed mode; the region's climate is copied into households) and the
-    message says which and why; when every FK is linked (caps above 64), the message says
-    PrivPetal models nothing here, and the FK to the private parent gets the degree method."""
+    the degree method (mixed mode; PrivPetal generates households) and the message says which
+    and why; when every FK is linked (caps above 64), the message says PrivPetal models nothing
+    here, households is a stand-alone table and its FK to the public parent gets
+    parent-attributes (the region's climate), the FK to the private parent the degree method."""
     import numpy as np
     import pandas as pd
 
@@ -144,9 +145,8 @@ def test_set_approach_lists_the_fks_a_database_method_links() -> None:
     r = d.set_approach("privpetal")
     assert r.ok and d.plan.database_method == "privpetal"
     assert "linked instead" in r.message and fks[0].name in r.message and "no declared cap N" in r.message
-    assert "parent-attributes instead of privpetal" in r.message
-    assert {c.name: c.method for c in d.plan.edges} == {fks[0].name: "parent-attributes",
-                                                        fks[1].name: "privpetal"}
+    assert "degree instead of privpetal" in r.message
+    assert {c.name: c.method for c in d.plan.edges} == {fks[0].name: "degree", fks[1].name: "privpetal"}
     big = BudgetDraft(Database(schema.with_privacy_unit(PrivacyUnit("households", {fks[1].name: 100,
                                                                                    fks[0].name: 100})),
                                {t: db[t] for t in schema.table_names}), epsilon=1.0)

@@ -178,9 +178,8 @@ MIXED_CODE = (
 
 def test_approach_menu_lists_what_privpetal_links(page: Any, lab: dict[str, Any]) -> None:
     """PrivPetal chosen on a schema with an uncapped FK to a public parent: the message names the
-    linked FK, its linker and why, the grid shows parent-attributes on it (the region's climate
-    is copied into households) and PrivPetal on the other FK; undo restores the per-FK
-    linkers."""
+    linked FK, its linker and why, the grid shows degree on it (PrivPetal generates the child)
+    and PrivPetal on the other FK; undo restores the per-FK linkers."""
     p = _open_panel(page, lab, MIXED_NB, MIXED_CODE)
     start = _plan(page)["methods"]
     assert set(start.values()) == {"mst", "degree"}
@@ -188,8 +187,8 @@ def test_approach_menu_lists_what_privpetal_links(page: Any, lab: dict[str, Any]
     _wait_message(page, "linked instead")
     message = p.locator(f"{PANEL} .relviz-bp-message").inner_text()
     assert "households.region->regions" in message and "no declared cap N" in message
-    assert "parent-attributes instead of privpetal" in message
-    assert _plan(page)["methods"] == {"households.region->regions": "parent-attributes",
+    assert "degree instead of privpetal" in message
+    assert _plan(page)["methods"] == {"households.region->regions": "degree",
                                       "persons.hid->households": "privpetal"}
     page.screenshot("budget_panel_privpetal_mixed", p.locator(PANEL))
     p.locator(f"{PANEL} .relviz-bp-undo").click()

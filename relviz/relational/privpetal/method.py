@@ -431,29 +431,32 @@ class PrivPetal(Params):
         Mixed mode (relviz's, as PrivLava's; docs/methods/privpetal.md §5.5): an FK that PrivPetal
         cannot model — a public parent with no declared cap ``N``, or a cap above
         :data:`MAX_CAP` (one model per slot) — is linked instead (:meth:`linked_reason`;
-        ``Plan.substitutions`` lists it with the reason): an FK to a public parent with
-        parent-attributes where the parent (or a public table one FK up) has attributes to copy,
-        so that the child's model (PrivPetal's flattened relation, or the stand-alone table's
-        mechanism) learns how a child goes with its parent's public attributes, else with the
-        degree method (:func:`relviz.relational.registry.public_parent_linker`); an over-cap FK
-        with the degree method. ``public``: ``"auto"`` (default) as said; ``"privpetal"`` links
-        nothing (every FK must then be modellable, else ``plan_problems`` says why); a linker
-        name (``"degree"``) links every FK to a public parent with it, and the over-cap ones
-        too (``Plan.with_public_links(schema, "degree")`` gives a default plan the degree link of
-        the runs before stop 59)."""
-        def linker(fk_name: str) -> str:
-            if public in ("auto", self.name):
-                fk = schema.foreign_key(fk_name)
-                return public_parent_linker(schema, fk_name) if schema.table(fk.parent).public \
-                    else "degree"
-            return public
-
+        ``Plan.substitutions`` lists it with the reason). An FK from a stand-alone table (one in
+        no modelled FK, fitted by ``mechanism``) to a public parent gets parent-attributes where
+        the parent (or a public table one FK up) has attributes to copy, so that the table's
+        model learns how a child goes with its parent's public attributes
+        (:func:`relviz.relational.registry.public_parent_linker`); every other linked FK gets the
+        degree method — a child PrivPetal generates too: its flattened relation may carry copied
+        attributes (``Plan.with_method(fk, "parent-attributes")``), but at the measured budgets
+        it learned them less well than it loses (docs/methods/privpetal.md §6.25). ``public``:
+        ``"auto"`` (default) as said; ``"privpetal"`` links nothing (every FK must then be
+        modellable, else ``plan_problems`` says why); a linker name (``"degree"``) links every
+        FK to a public parent with it, and the over-cap ones too."""
         linked = {fk.name for fk in schema.private_foreign_keys
                   if self.linked_reason(schema, fk, public=public) is not None}
         rels = relations(schema, linked)
         alone = standalone(schema, linked)
         if not rels and not alone and not linked:
             return []
+
+        def linker(fk_name: str) -> str:
+            if public not in ("auto", self.name):
+                return public
+            fk = schema.foreign_key(fk_name)
+            if schema.table(fk.parent).public and fk.child in alone:
+                return public_parent_linker(schema, fk_name)
+            return "degree"
+
         each_linked, share = mixed_mode_shares(len(schema.private_foreign_keys), len(linked),
                                                len(rels) + len(alone))
         out: list[tuple[str, str, str, Fraction]] = []
