@@ -58,7 +58,7 @@ from relviz.schema import Attribute, ForeignKey, Schema
 __all__ = ["ParentAttributeLinker", "ParentAttributeLink", "ParentAttribute",
            "parent_attribute_sources", "with_parent_attributes", "parent_attribute_schema",
            "parent_attribute_codes",
-           "match_by_attributes", "association_order"]
+           "match_by_attributes", "association_order", "public_parent_linker"]
 
 
 @dataclass(frozen=True)
@@ -554,3 +554,16 @@ class ParentAttributeLinker(KeyAttributeLinker):
                                 progress=progress)
         return ParentAttributeLink(link, tuple(codes.attributes), np.asarray(codes.codes),
                                    tuple(int(s) for s in codes.sizes), self.order)
+
+
+def public_parent_linker(schema: Schema, fk_name: str, public: str = "auto") -> str:
+    """The linker a database method's mixed mode gives an FK to a public parent that it links
+    (PrivLava's and PrivPetal's ``default_components``): ``public`` when it names one; for
+    ``"auto"``, ``"parent-attributes"`` where the parent or a public table one FK up has an
+    attribute to copy, so that the method's model of the child learns how a child goes with its
+    parent's public attributes (docs/methods/keyed.md §6; docs/methods/privlava.md §2,
+    docs/methods/privpetal.md §5.5), else ``"degree"``."""
+    if public != "auto":
+        return public
+    copies = not ParentAttributeLinker().problems(schema, schema.foreign_key(fk_name))
+    return "parent-attributes" if copies else "degree"

@@ -17,7 +17,7 @@ from relviz.registry import Registry
 
 __all__ = ["LINKERS", "RELATIONS", "DATABASE_METHODS", "register", "register_relation",
            "register_database", "mixed_mode_linker_problems", "fit_mixed_mode_linkers",
-           "LINKED_RELATIONAL_SHARE", "mixed_mode_shares", "public_parent_linker"]
+           "LINKED_RELATIONAL_SHARE", "mixed_mode_shares"]
 
 LINKERS = Registry("relational method")
 """Per-FK linkers (``Linker``), by name."""
@@ -36,21 +36,6 @@ register_database: Callable[[type], type] = DATABASE_METHODS.register
 LINKED_RELATIONAL_SHARE = Fraction(1, 3)
 """``Plan.default``'s ``relational_share``: a linked FK of a mixed mode gets what the default plan
 gives an FK, ``LINKED_RELATIONAL_SHARE / (private FKs)``."""
-
-
-def public_parent_linker(schema: Any, fk_name: str, public: str = "auto") -> str:
-    """The linker a database method's mixed mode gives an FK to a public parent that it links
-    (PrivLava's and PrivPetal's ``default_components``): ``public`` when it names one; for
-    ``"auto"``, ``"parent-attributes"`` where the parent or a public table one FK up has an
-    attribute to copy, so that the method's model of the child learns how a child goes with its
-    parent's public attributes (docs/methods/keyed.md §6; docs/methods/privlava.md §2,
-    docs/methods/privpetal.md §5.5), else ``"degree"``."""
-    if public != "auto":
-        return public
-    from relviz.relational.parent_attributes import ParentAttributeLinker
-
-    copies = not ParentAttributeLinker().problems(schema, schema.foreign_key(fk_name))
-    return "parent-attributes" if copies else "degree"
 
 
 def mixed_mode_shares(n_private_fks: int, n_linked: int, n_modelled: int) -> tuple[Fraction, Fraction]:

@@ -52,6 +52,7 @@ from relviz.privacy.measure import Curator, PrivateTable
 from relviz.privacy.postprocessing import fit_margins
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
+from relviz.relational.parent_attributes import public_parent_linker
 from relviz.relational.privlava import pgm
 from relviz.relational.privlava.accounting import (
     MEAN_ABS,
@@ -80,7 +81,6 @@ from relviz.relational.registry import (
     fit_mixed_mode_linkers,
     mixed_mode_linker_problems,
     mixed_mode_shares,
-    public_parent_linker,
     register_database,
 )
 from relviz.schema import ForeignKey, Schema

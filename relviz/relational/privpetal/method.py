@@ -61,6 +61,7 @@ from relviz.privacy.measure import Curator
 from relviz.privacy.postprocessing import fit_group_margins, fit_margins
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
+from relviz.relational.parent_attributes import public_parent_linker
 from relviz.relational.privpetal.accounting import (
     PRESETS,
     fk_sensitivities,
@@ -75,7 +76,6 @@ from relviz.relational.registry import (
     fit_mixed_mode_linkers,
     mixed_mode_linker_problems,
     mixed_mode_shares,
-    public_parent_linker,
     register_database,
 )
 from relviz.schema import ForeignKey, Schema
@@ -435,7 +435,7 @@ class PrivPetal(Params):
         no modelled FK, fitted by ``mechanism``) to a public parent gets parent-attributes where
         the parent (or a public table one FK up) has attributes to copy, so that the table's
         model learns how a child goes with its parent's public attributes
-        (:func:`relviz.relational.registry.public_parent_linker`); every other linked FK gets the
+        (:func:`relviz.relational.parent_attributes.public_parent_linker`); every other linked FK gets the
         degree method — a child PrivPetal generates too: its flattened relation may carry copied
         attributes (``Plan.with_method(fk, "parent-attributes")``), but at the measured budgets
         it learned them less well than it loses (docs/methods/privpetal.md §6.25). ``public``:
