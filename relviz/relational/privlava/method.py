@@ -52,7 +52,7 @@ from relviz.privacy.measure import Curator, PrivateTable
 from relviz.privacy.postprocessing import fit_margins
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
-from relviz.relational.parent_attributes import public_parent_linker
+from relviz.relational.parent_attributes import is_copied_attribute, public_parent_linker
 from relviz.relational.privlava import pgm
 from relviz.relational.privlava.accounting import (
     MEAN_ABS,
@@ -389,8 +389,6 @@ class PrivLava:
 
     def _split_limit(self, name: str) -> int | None:
         """``split_domains``, or ``split_copied_above`` for an attribute parent-attributes copied."""
-        from relviz.relational.parent_attributes import is_copied_attribute
-
         return self.split_copied_above if is_copied_attribute(name) else self.split_domains
 
     def _ordered_split(self, schema: Schema, table: str) -> set[str]:
