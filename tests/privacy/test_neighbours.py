@@ -324,6 +324,8 @@ from tests.privacy.neighbours import (  # noqa: E402
 DATABASE_CASES = [
     Case("household-person-entity", household_person_schema(),
          dict(min_rows=2, max_rows=4, min_degree={"persons.hid->households": 1})),
+    # childless private parents: PrivLava's groups of size 0 (docs/methods/privlava.md §5)
+    Case("household-person-childless-entity", household_person_schema(), dict(min_rows=2, max_rows=4)),
     Case("parent-child-row-nonnull", parent_child_schema(nullable=False), dict(min_rows=2, max_rows=4)),
     Case("parent-child-tuple-nonnull", tuple_unit(parent_child_schema(nullable=False)),
          dict(min_rows=2, max_rows=5)),

@@ -138,7 +138,12 @@ class PrivLava:
         lam: λ of λ-usefulness. k_max: largest latent domain.
         iters: Mirror-descent iterations per M-step.
         max_clique_cells: Size limit of a tuple-model clique (latent axes included).
-        allow_empty_groups: ``"auto"`` (public parents: yes; private: no), ``True`` or ``False``.
+        allow_empty_groups: ``True`` (default; ``"auto"`` is the same): the group-size domain
+            is ``{0, …, τ}`` and childless parents are groups of size 0, for private parents too
+            (relviz's; a private parent's childless members are modelled, e.g. the 67 % of
+            baseball's players with no college); ``False``: the paper's ``{1, …, τ}``, childless
+            parents get ``Z ~ p_Z`` and no children unless the sampled sizes outnumber the
+            child count (spec §3.4, §9.5; docs/methods/privlava.md §5).
         m0: ``"relviz"`` (``2d + 1`` initial latent marginals) or ``"paper"`` (``2d``, no
             ``{Z₁, Z₂}``; App. C.3).
         tau_contrib: Count at most this many children per group in the latent marginals
@@ -197,7 +202,7 @@ class PrivLava:
     k_max: int = 25
     iters: int = 300
     max_clique_cells: int = 2_000_000
-    allow_empty_groups: Any = "auto"
+    allow_empty_groups: Any = True
     m0: str = "relviz"
     tau_contrib: int | None = None
     split_domains: int | None = 20
@@ -221,6 +226,9 @@ class PrivLava:
                 raise ParameterError(name, f"{name} must be in [0, 1)")
         if self.m0 not in ("relviz", "paper"):
             raise ParameterError("m0", "m0 must be 'relviz' or 'paper'")
+        if self.allow_empty_groups not in (True, False, "auto") or \
+                not isinstance(self.allow_empty_groups, (bool, str)):
+            raise ParameterError("allow_empty_groups", "allow_empty_groups must be True, False or 'auto'")
         if not isinstance(self.line1_whole, bool):
             raise ParameterError("line1_whole", "line1_whole must be True or False")
         if not (self.device in ("auto", "scipy", "cpu") or str(self.device).startswith("cuda")):
@@ -537,7 +545,7 @@ class PrivLava:
         cal = cals[True]  # ρ_obs (so the noisy total's ρ) does not depend on the split
         tau = int(schema.privacy_unit.caps[fk.name])  # type: ignore[union-attr]
         parent_public = schema.table(fk.parent).public
-        empty = parent_public if self.allow_empty_groups == "auto" else bool(self.allow_empty_groups)
+        empty = bool(self.allow_empty_groups)  # "auto" is True (docs/methods/privlava.md §5)
         handle = curator.foreign_key(fk)
         child_rows, parent_rows = handle.edges()
         n_rows = curator.table(fk.child).total()
@@ -1046,17 +1054,36 @@ def _reconcile(s: np.ndarray, target: int, s_min: int, tau: int, rng: np.random.
 
     Returns:
         ``(n,)`` int64 sizes in ``[s_min, τ]`` summing to ``target`` when the bounds allow it
-        (else as close as they allow).
+        (else as close as they allow); when ``target < s_min·n`` some groups are left empty
+        (size 0, :func:`_kept_groups`) and the others sum to ``target``.
     """
     from relviz.relational.degree import match_total
 
     s = np.asarray(s, dtype=np.int64)
+    target = int(target)
+    if s_min > 0 and target < s_min * len(s):  # spec §9.5 step 1: leave some parents empty
+        keep = _kept_groups(s, target, s_min, rng)
+        out = np.zeros(len(s), dtype=np.int64)
+        out[keep] = _reconcile(s[keep], target, s_min, tau, rng)
+        return out
     if tau <= s_min:  # one size only (match_total reads a cap of 0 as "no cap")
         return np.full(len(s), int(tau), dtype=np.int64)
     base = np.minimum(s, s_min)
     extra = match_total(s - base, max(int(target) - int(base.sum()), 0), rng,
                         cap=max(int(tau) - int(s_min), 0), offset=float(s_min), strict_cap=True)
     return base + extra
+
+
+def _kept_groups(s: np.ndarray, target: int, s_min: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of the groups :func:`_reconcile` keeps when ``target < s_min·len(s)`` (spec §9.5
+    step 1, "leave some parents empty"): the groups in a random order, cut where their drawn sizes
+    reach ``target`` (at least one group when ``target ≥ s_min``), so the kept groups keep their
+    drawn sizes' shape and the others stay empty."""
+    order = rng.permutation(len(s))
+    m = int(np.searchsorted(np.cumsum(s[order]), target, side="right"))
+    if m == 0 and target >= s_min:
+        m = 1
+    return np.sort(order[:m])
 
 
 def _prefix_match(ex: np.ndarray, tp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
