@@ -183,8 +183,9 @@ class PrivLava:
             one measured clique, and the digits serve the latent marginals only. An ordered
             attribute keeps its digits (the high one is a coarser bin). The cliques are larger,
             so the M-steps then run ``WHOLE_ITERS`` (1,000) mirror-descent iterations at least.
-            Off by default: on TPC-H it wins Q14 at ε 1.6 and 3.2 but loses Q7 at ε 1.6 and
-            costs 4–6 times the fit (docs/methods/privlava.md §6, stop 58).
+            On by default since stop 60: on TPC-H (10 seeds at ε 1.6 and 3.2) it wins Q14 and
+            Q17 and leaves Q7 at its link floor, for 1.5–6 times the fit where a categorical is
+            split (docs/methods/privlava.md §6, stops 58 and 60). ``False``: digit nodes.
         device: Where the E-step scoring runs: ``"auto"`` (torch on CUDA when present, else
             scipy.sparse on the CPU, which is faster there), ``"cpu"``/``"cuda"`` (torch there), or
             ``"scipy"``.
@@ -211,7 +212,7 @@ class PrivLava:
     device: str = "auto"
     size_init: float = 0.9
     attr_init: float = 0.9
-    line1_whole: bool = False
+    line1_whole: bool = True
 
     def __post_init__(self) -> None:
         if self.assignment not in ("soft", "hard"):
