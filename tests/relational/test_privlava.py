@@ -1024,14 +1024,20 @@ def _size_by_parent(seed: int, n: int = 1200) -> Database:
     attributes follow nothing: only a latent state that knows the size can carry era ↔ size."""
     rng = np.random.default_rng(seed)
     era = rng.integers(0, 2, n)
-    size = 1 + rng.integers(0, 3, n) + 3 * era
-    hid = np.repeat(np.arange(n), size)
-    cat = lambda name, k: Attribute.categorical(name, list(range(k)))  # noqa: E731
+    return _era_database(era, 1 + rng.integers(0, 3, n) + 3 * era, 6, "sizes", rng)
+
+
+def _era_database(era: np.ndarray, size: np.ndarray, cap: int, name: str,
+                  rng: np.random.Generator) -> Database:
+    """Parents ``h`` (entity) with ``era`` and ``size[i]`` children ``p`` each (cap ``cap``),
+    whose attributes ``a`` (4 codes) and ``b`` (3) are uniform and independent of everything."""
+    hid = np.repeat(np.arange(len(era)), size)
+    cat = lambda attr, k: Attribute.categorical(attr, list(range(k)))  # noqa: E731
     schema = Schema((Table("h", ("hid",), (cat("era", 2),)),
                      Table("p", ("pid",), (cat("a", 4), cat("b", 3)))),
                     (ForeignKey("p", ("hid",), "h", ("hid",)),),
-                    PrivacyUnit(entity="h", caps={"p.hid->h": 6}), name="sizes")
-    return Database(schema, {"h": pd.DataFrame({"hid": np.arange(n), "era": era}),
+                    PrivacyUnit(entity="h", caps={"p.hid->h": cap}), name=name)
+    return Database(schema, {"h": pd.DataFrame({"hid": np.arange(len(era)), "era": era}),
                              "p": pd.DataFrame({"pid": np.arange(len(hid)), "hid": hid,
                                                 "a": rng.integers(0, 4, len(hid)),
                                                 "b": rng.integers(0, 3, len(hid))})})
@@ -1180,17 +1186,7 @@ def _childless(seed: int, n: int = 1200) -> Database:
     rng = np.random.default_rng(seed)
     era = rng.integers(0, 2, n)
     childless = rng.random(n) < np.where(era == 0, 0.9, 0.5)
-    size = np.where(childless, 0, 1 + rng.integers(0, 3, n))
-    hid = np.repeat(np.arange(n), size)
-    cat = lambda name, k: Attribute.categorical(name, list(range(k)))  # noqa: E731
-    schema = Schema((Table("h", ("hid",), (cat("era", 2),)),
-                     Table("p", ("pid",), (cat("a", 4), cat("b", 3)))),
-                    (ForeignKey("p", ("hid",), "h", ("hid",)),),
-                    PrivacyUnit(entity="h", caps={"p.hid->h": 3}), name="childless")
-    return Database(schema, {"h": pd.DataFrame({"hid": np.arange(n), "era": era}),
-                             "p": pd.DataFrame({"pid": np.arange(len(hid)), "hid": hid,
-                                                "a": rng.integers(0, 4, len(hid)),
-                                                "b": rng.integers(0, 3, len(hid))})})
+    return _era_database(era, np.where(childless, 0, 1 + rng.integers(0, 3, n)), 3, "childless", rng)
 
 
 def _childless_shares(db: Database) -> tuple[int, float, float, float]:
