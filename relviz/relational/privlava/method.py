@@ -141,9 +141,10 @@ class PrivLava:
         allow_empty_groups: ``True`` (default; ``"auto"`` is the same): the group-size domain
             is ``{0, …, τ}`` and childless parents are groups of size 0, for private parents too
             (relviz's; a private parent's childless members are modelled, e.g. the 67 % of
-            baseball's players with no college); ``False``: the paper's ``{1, …, τ}``, childless
-            parents get ``Z ~ p_Z`` and no children unless the sampled sizes outnumber the
-            child count (spec §3.4, §9.5; docs/methods/privlava.md §5).
+            baseball's players with no college); ``False``: the paper's ``{1, …, τ}``: childless
+            parents are no group and get ``Z ~ p_Z``, and every synthetic parent gets a child
+            unless the children are fewer than the parents, when some are left empty (spec
+            §3.4, §9.5 step 1; docs/methods/privlava.md §5).
         m0: ``"relviz"`` (``2d + 1`` initial latent marginals) or ``"paper"`` (``2d``, no
             ``{Z₁, Z₂}``; App. C.3).
         tau_contrib: Count at most this many children per group in the latent marginals
