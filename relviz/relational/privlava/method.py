@@ -143,8 +143,8 @@ class PrivLava:
             (relviz's; a private parent's childless members are modelled, e.g. the 67 % of
             baseball's players with no college); ``False``: the paper's ``{1, …, τ}``: childless
             parents are no group and get ``Z ~ p_Z``, and every synthetic parent gets a child
-            unless the children are fewer than the parents, when some are left empty (spec
-            §3.4, §9.5 step 1; docs/methods/privlava.md §5).
+            unless the children are fewer than the parents, when some are left empty
+            (docs/methods/privlava.md §5, "Childless parents").
         m0: ``"relviz"`` (``2d + 1`` initial latent marginals) or ``"paper"`` (``2d``, no
             ``{Z₁, Z₂}``; App. C.3).
         tau_contrib: Count at most this many children per group in the latent marginals
@@ -1063,7 +1063,7 @@ def _reconcile(s: np.ndarray, target: int, s_min: int, tau: int, rng: np.random.
 
     s = np.asarray(s, dtype=np.int64)
     target = int(target)
-    if s_min > 0 and target < s_min * len(s):  # spec §9.5 step 1: leave some parents empty
+    if s_min > 0 and target < s_min * len(s):  # leave some parents empty (privlava.md §5)
         keep = _kept_groups(s, target, s_min, rng)
         out = np.zeros(len(s), dtype=np.int64)
         out[keep] = _reconcile(s[keep], target, s_min, tau, rng)
@@ -1077,8 +1077,8 @@ def _reconcile(s: np.ndarray, target: int, s_min: int, tau: int, rng: np.random.
 
 
 def _kept_groups(s: np.ndarray, target: int, s_min: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices of the groups :func:`_reconcile` keeps when ``target < s_min·len(s)`` (spec §9.5
-    step 1, "leave some parents empty"): the groups in a random order, cut where their drawn sizes
+    """Indices of the groups :func:`_reconcile` keeps when ``target < s_min·len(s)``
+    (docs/methods/privlava.md §5, "Childless parents": some parents are left empty): the groups in a random order, cut where their drawn sizes
     reach ``target`` (at least one group when ``target ≥ s_min``), so the kept groups keep their
     drawn sizes' shape and the others stay empty."""
     order = rng.permutation(len(s))
