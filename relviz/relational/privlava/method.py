@@ -228,8 +228,7 @@ class PrivLava:
                 raise ParameterError(name, f"{name} must be in [0, 1)")
         if self.m0 not in ("relviz", "paper"):
             raise ParameterError("m0", "m0 must be 'relviz' or 'paper'")
-        if self.allow_empty_groups not in (True, False, "auto") or \
-                not isinstance(self.allow_empty_groups, (bool, str)):
+        if not (isinstance(self.allow_empty_groups, bool) or self.allow_empty_groups == "auto"):
             raise ParameterError("allow_empty_groups", "allow_empty_groups must be True, False or 'auto'")
         if not isinstance(self.line1_whole, bool):
             raise ParameterError("line1_whole", "line1_whole must be True or False")
