@@ -204,7 +204,7 @@ AUTHORS_MODELLED_FKS = {
 """``--setup authors``: FKs to public parents the authors' runs model where the method's default
 plan links them (PrivLava's TPC-H run models both; docs/methods/privlava.md §6)."""
 SETUPS = ("relviz", "authors", "authors-public-fks", "authors-generic", "public-fks-guarded",
-          "guarded-sizes", "guarded-margins", "guarded-children")
+          "guarded-sizes", "guarded-margins", "guarded-children", "guarded-pairs")
 """``--setup``: ``relviz`` (every method with its defaults), ``authors`` (:data:`AUTHORS_SETUP` and
 :data:`AUTHORS_MODELLED_FKS` whole), or one part of it, to tell what each part does
 (docs/methods/privpetal.md §6.10): ``authors-public-fks``, the entries of the FKs to public
@@ -215,7 +215,8 @@ the FKs to public parents (docs/methods/privpetal.md §6.12); ``guarded-sizes``,
 (docs/methods/privpetal.md §6.16); ``guarded-margins``, ``public-fks-guarded`` with
 :data:`MARGIN_GUARDS` on every FK PrivPetal models (docs/methods/privpetal.md §5.8, §6.18);
 ``guarded-children``, ``guarded-margins`` with :data:`CHILDREN_GUARDS` on PrivPetal's FKs to
-private parents (docs/methods/privpetal.md §5.9, §6.19). Runs
+private parents (docs/methods/privpetal.md §5.9, §6.19); ``guarded-pairs``, ``guarded-children``
+with :data:`PAIR_GUARDS` on every FK PrivPetal models (docs/methods/privpetal.md §5.10). Runs
 of ``authors-public-fks`` and
 ``public-fks-guarded`` made before commit ``2911a04`` differ from later ones: PrivPetal then ran
 ``lineitem → orders`` (no entry of its own) on ``orders → customer``'s entry, not on the defaults
@@ -225,7 +226,8 @@ PUBLIC_GUARDS = {"public_usefulness": True, "slice_lam": 1.0, "public_margins": 
 """``--setup public-fks-guarded``: PrivPetal's options that keep a low λ on an FK to a public
 parent from fitting noise (docs/methods/privpetal.md §6.11–§6.12), set where
 :data:`AUTHORS_SETUP` sets that FK's own entry."""
-GUARDED_SETUPS = ("public-fks-guarded", "guarded-sizes", "guarded-margins", "guarded-children")
+GUARDED_SETUPS = ("public-fks-guarded", "guarded-sizes", "guarded-margins", "guarded-children",
+                  "guarded-pairs")
 """The setups that set :data:`PUBLIC_GUARDS`."""
 PRIVATE_PARENT_GUARDS = {"size_calibration": "variables"}
 """``--setup guarded-sizes``: on PrivPetal's FKs to private parents, Algorithm 4's sizes for
@@ -239,6 +241,10 @@ CHILDREN_GUARDS = {"parent_children": True}
 """``--setup guarded-children``: on PrivPetal's FKs to private parents (whose rows an earlier FK
 generates), the children per parent value released and Algorithm 4's sizes tilted to them
 (docs/methods/privpetal.md §5.9)."""
+PAIR_GUARDS = {"pair_margins": 3}
+"""``--setup guarded-pairs``: on every FK PrivPetal models, up to three parent–child pair
+margins counted per child, chosen on the released R-scores, and every slot's column raked to
+them (docs/methods/privpetal.md §5.10)."""
 DEFAULT_EPS = (0.5, 1.0, 4.0)
 PAPER_EPS = (0.2, 0.4, 0.8, 1.6, 3.2)
 DEFAULT_MECHANISMS = ("mst",)
@@ -450,12 +456,14 @@ def _authors_params(plan, spec: dict, setup: str = "authors", schema=None):  # n
         if setup == "guarded-sizes" and spec["method"] == "privpetal" and c.kind == "edge" \
                 and not to_public:
             own = {**own, **PRIVATE_PARENT_GUARDS}
-        if setup in ("guarded-margins", "guarded-children") and spec["method"] == "privpetal" \
-                and c.kind == "edge":
+        if setup in ("guarded-margins", "guarded-children", "guarded-pairs") \
+                and spec["method"] == "privpetal" and c.kind == "edge":
             own = {**own, **MARGIN_GUARDS}
-        if setup == "guarded-children" and spec["method"] == "privpetal" and c.kind == "edge" \
-                and not to_public:
+        if setup in ("guarded-children", "guarded-pairs") and spec["method"] == "privpetal" \
+                and c.kind == "edge" and not to_public:
             own = {**own, **CHILDREN_GUARDS}
+        if setup == "guarded-pairs" and spec["method"] == "privpetal" and c.kind == "edge":
+            own = {**own, **PAIR_GUARDS}
         if star or own:
             plan = plan.with_params(c.name, **star, **own)
     return plan
@@ -706,7 +714,8 @@ def main(argv: list[str] | None = None) -> None:
                          "public-fks-guarded: authors-public-fks with PUBLIC_GUARDS; "
                          "guarded-sizes: that with PRIVATE_PARENT_GUARDS; "
                          "guarded-margins: that with MARGIN_GUARDS; "
-                         "guarded-children: that with CHILDREN_GUARDS (SETUPS)")
+                         "guarded-children: that with CHILDREN_GUARDS; "
+                         "guarded-pairs: that with PAIR_GUARDS (SETUPS)")
     ap.add_argument("--tpch-sf", type=float, help="TPC-H scale factor (default 0.1; --quick 0.01)")
     ap.add_argument("--households", type=int, help="census households (default 5000; --quick 1000)")
     ap.add_argument("--census-queries", type=int, help="queries per census panel (default 2000; "

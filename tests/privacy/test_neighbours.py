@@ -527,11 +527,11 @@ def test_joint_marginal_options_within_declared_sensitivity(case: Case, methods:
 
 # A large ε and a tiny λ make every candidate NPM λ-useful on databases of a few rows, so that
 # every kind of release (group sizes, R-scores, PrivMRF-sub NPMs and h-scores, inter- and
-# intra-group NPMs, Phase B h-scores and NPMs, and relviz's children's one-way marginals and
-# children per parent value) is
+# intra-group NPMs, Phase B h-scores and NPMs, and relviz's children's one-way marginals,
+# children per parent value and parent–child pair margins) is
 # replayed; small iteration counts keep it fast.
 PETAL_PARAMS = dict(lam=1e-4, k=6, fit_iters=15, refit_iters=5, t1_picks=1, t1_iters=1, n_mrf=3,
-                    child_margins=True, parent_children=True)
+                    child_margins=True, parent_children=True, pair_margins=2)
 
 
 def _petal_shop(nullable_depot: bool = False) -> Schema:
@@ -736,15 +736,18 @@ def _petal_bound_reached(monkeypatch: pytest.MonkeyPatch, db: Any, plan: Plan, n
 
 @pytest.mark.parametrize(("field", "what", "prefix"), [
     ("hist", "one-way marginal of mode", "relviz: children's one-way marginal of "),
-    ("children", "children per parent value of prio", "relviz: children per parent value of ")])
+    ("children", "children per parent value of prio", "relviz: children per parent value of "),
+    ("children", "pair margin of", "relviz: parent–child pair margin of ")])
 def test_privpetal_histogram_sensitivity_is_reached(monkeypatch: pytest.MonkeyPatch, field: str,
                                                     what: str, prefix: str) -> None:
-    """The children's one-way marginals (``child_margins``) and the children per parent value
-    (``parent_children``), relviz's additions, on the neighbour that changes them the most:
-    removing the order whose two items (the cap) share a mode, and are both children of a
-    ``prio0`` order, changes that cell of either histogram by 2 = r(items) = Δ_hist =
-    Δ_children; within the declared Δ, and the harness reports a violation once Δ is halved, so
-    the bound is reached."""
+    """The children's one-way marginals (``child_margins``), the children per parent value
+    (``parent_children``) and the parent–child pair margins (``pair_margins``), relviz's
+    additions, on the neighbour that changes them the most: removing the order whose two items
+    (the cap) share a mode, and are both children of a ``prio0`` order, changes that cell of
+    either histogram by 2 = r(items) = Δ_hist = Δ_children; within the declared Δ, and the
+    harness reports a violation once Δ is halved, so the bound is reached. A pair margin (of a
+    parent column and ``mode`` or ``qty``) moves by 2 or by √2 on that neighbour, above the
+    halved Δ of 1 either way."""
     import pandas as pd
 
     from relviz.database import Database

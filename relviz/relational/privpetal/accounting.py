@@ -70,6 +70,17 @@ row that changes its values moves its ``≤ τ`` children together (√2·τ): `
 (:meth:`~relviz.privacy.sensitivity.Multipliers.edges_changed`, ``τ + 1`` for a
 self-referential FK).
 
+**Parent–child pair margins (relviz's addition, not in [P]; docs §5.10).** With
+``pair_margins = m`` the FK releases, for up to ``m`` pairs of a household (parent) column and a
+child column chosen on the released R-scores, the two-way histogram of the children in groups
+over (their parent's value, their own value), from a :data:`PAIR_SHARE` of the FK's ρ taken
+before the split. Each child row adds 1 to one cell: under the entity unit a parent's values and
+a surviving child's FK never change, so a removed child moves one count and a changed one moves
+within its parent's row (√2), the child table's histogram multiplier; under the tuple unit a
+child re-pointing or changing moves one count (√2) and a parent row that changes its values moves
+its ``≤ τ`` children together (√2·τ). Both are the children per parent value's sensitivity,
+:attr:`FKSensitivity.children`.
+
 A bare ``docs §N`` below is docs/methods/privpetal.md §N.
 """
 
@@ -85,7 +96,8 @@ from relviz.errors import Problem
 from relviz.privacy.sensitivity import Multipliers
 from relviz.schema import ForeignKey, Schema
 
-__all__ = ["Preset", "PRESETS", "NULL_SHARE", "MARGIN_SHARE", "CHILDREN_SHARE", "FKSensitivity", "fk_sensitivities", "unit_problems",
+__all__ = ["Preset", "PRESETS", "NULL_SHARE", "MARGIN_SHARE", "CHILDREN_SHARE",
+           "PAIR_SHARE", "FKSensitivity", "fk_sensitivities", "unit_problems",
            "q_rscores", "FKPlan", "plan_fk", "sub_plan", "schedule", "gamma_star", "budget_B",
            "epsilon_star", "gaussian_delta", "MEAN_ABS", "usefulness_limit"]
 
@@ -103,6 +115,10 @@ MARGIN_SHARE = Fraction(1, 50)
 CHILDREN_SHARE = Fraction(1, 50)
 """Share of an FK's ρ spent on the children per parent value when ``parent_children`` is on
 (relviz's addition, docs/methods/privpetal.md §5.9), taken before [P] §5's split."""
+
+PAIR_SHARE = Fraction(1, 25)
+"""Share of an FK's ρ spent on the parent–child pair margins when ``pair_margins`` is on
+(relviz's addition, docs/methods/privpetal.md §5.10), taken before [P] §5's split."""
 
 
 @dataclass(frozen=True)
@@ -332,6 +348,10 @@ class FKPlan:
         rho_children: ρ of the ``h − 1`` histograms of children per parent value together
             (``parent_children``: ``CHILDREN_SHARE·ρ``, taken before the split; relviz's
             addition), else 0.
+        rho_pairs: ρ of the parent–child pair margins together (``pair_margins``:
+            ``PAIR_SHARE·ρ``, taken before the split; relviz's addition), else 0.
+        n_pairs: The most pair margins released (``pair_margins``); the run spends
+            ``rho_pairs`` over those it keeps (docs §5.10).
     """
 
     rho: Fraction
@@ -354,6 +374,8 @@ class FKPlan:
     rho_null: Fraction = Fraction(0)
     rho_margins: Fraction = Fraction(0)
     rho_children: Fraction = Fraction(0)
+    rho_pairs: Fraction = Fraction(0)
+    n_pairs: int = 0
     hsub: SubPlan = field(repr=False, default=None)  # type: ignore[assignment]
     isub: SubPlan = field(repr=False, default=None)  # type: ignore[assignment]
 
@@ -410,6 +432,17 @@ class FKPlan:
         """ρ of one parent column's histogram of children."""
         return self.rho_children / (self.h - 1) if self.rho_children else Fraction(0)
 
+    @property
+    def sigma_pairs(self) -> float:
+        """σ of each pair margin when all ``n_pairs`` are kept (∞ without them; fewer kept
+        margins get less noise, docs §5.10)."""
+        return _sigma(self.sens.children, self.n_pairs, self.rho_pairs) if self.rho_pairs \
+            else math.inf
+
+    def rho_pair_each(self, kept: int) -> Fraction:
+        """ρ of one pair margin when ``kept`` (1…``n_pairs``) are released."""
+        return self.rho_pairs / kept if (self.rho_pairs and kept) else Fraction(0)
+
     def sigma_h(self, k: int) -> float:
         """σ of each of ``k`` h-scores of one refining round (T2 rounds per target)."""
         if not self.J:
@@ -432,20 +465,22 @@ class FKPlan:
 
     def planned(self) -> Fraction:
         """Planned ρ of the whole run (equals ``rho`` exactly; docs §4, test C2)."""
-        return (self.rho_null + self.rho_margins + self.rho_children + self.rho_n + self.rho_R + self.rho_hsub + self.rho_isub
+        return (self.rho_null + self.rho_margins + self.rho_children + self.rho_pairs + self.rho_n + self.rho_R + self.rho_hsub + self.rho_isub
                 + self.rho_inter + self.rho_intra + self.rho_target * self.J)
 
 
 def plan_fk(rho: Fraction, *, h: int, a: int, N: int, o: int, sens: FKSensitivity,  # noqa: N803
             preset: Preset | str = "relviz", nullable: bool = False,
-            child_margins: bool = False, parent_children: bool = False) -> FKPlan:
+            child_margins: bool = False, parent_children: bool = False,
+            pair_margins: int = 0) -> FKPlan:
     """Split one FK's ρ (docs/methods/privpetal.md §4.4; [P] §5, App. D).
 
     A nullable FK first sets aside ``NULL_SHARE·ρ`` for the number of children with a null FK,
     and ``child_margins`` (with ``a > 0``) ``MARGIN_SHARE·ρ`` for the children's one-way
     marginals, and ``parent_children`` (with ``h > 1``) ``CHILDREN_SHARE·ρ`` for the children
-    per parent value (relviz's additions, docs §5.4, §5.8 and §5.9); the shares below split the
-    rest.
+    per parent value, and ``pair_margins`` (with ``h > 1`` and ``a > 0``) ``PAIR_SHARE·ρ`` for
+    up to that many parent–child pair margins (relviz's additions, docs §5.4, §5.8, §5.9 and
+    §5.10); the shares below split the rest.
 
     Args:
         rho: The FK's ρ (``B_FK = 2ρ``).
@@ -457,13 +492,21 @@ def plan_fk(rho: Fraction, *, h: int, a: int, N: int, o: int, sens: FKSensitivit
         nullable: The FK is nullable (a null-children count is planned).
         child_margins: The children's one-way marginals are planned (one per child column).
         parent_children: The children per parent value are planned (one per parent column).
+        pair_margins: The most parent–child pair margins planned (0: none).
+
+    Raises:
+        ValueError: ``pair_margins`` is negative.
     """
     p = PRESETS[preset] if isinstance(preset, str) else preset
     full = Fraction(rho)
     rho_null = full * NULL_SHARE if nullable else Fraction(0)
     rho_margins = full * MARGIN_SHARE if (child_margins and a) else Fraction(0)
     rho_children = full * CHILDREN_SHARE if (parent_children and h > 1) else Fraction(0)
-    rho = full - rho_null - rho_margins - rho_children
+    if int(pair_margins) != pair_margins or pair_margins < 0:
+        raise ValueError(f"pair_margins must be a non-negative integer, got {pair_margins!r}")
+    n_pairs = min(int(pair_margins), (h - 1) * a) if (h > 1 and a) else 0
+    rho_pairs = full * PAIR_SHARE if n_pairs else Fraction(0)
+    rho = full - rho_null - rho_margins - rho_children - rho_pairs
     o = max(1, min(o, N))
     J = (o * a if p.refine_targets == "first_o" else N * a) if a else 0  # noqa: N806
     w = {"h": Fraction(1) if h > 1 else Fraction(0), "i": Fraction(1) if a else Fraction(0),
@@ -488,7 +531,7 @@ def plan_fk(rho: Fraction, *, h: int, a: int, N: int, o: int, sens: FKSensitivit
     rho_target = rho * shares["refine"] / J if J else Fraction(0)
     plan = FKPlan(full, h, a, N, o, J, p.t2, p.f_M, sens, rho * shares["n"], rho * shares["R"],
                   parts["h"], parts["i"], parts["inter"], parts["intra"], rho_target,
-                  q_rscores(h, a), rho_null, rho_margins, rho_children)
+                  q_rscores(h, a), rho_null, rho_margins, rho_children, rho_pairs, n_pairs)
     object.__setattr__(plan, "hsub", sub_plan(parts["h"], h, sens.vec))
     object.__setattr__(plan, "isub", sub_plan(parts["i"], a + 1, sens.vec))
     return plan

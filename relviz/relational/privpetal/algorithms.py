@@ -105,6 +105,7 @@ class Params:
     column_calibration: bool = False
     child_margins: bool = False
     parent_children: bool = False
+    pair_margins: int = 0
 
 
 #: Weight of an exact public marginal in a model loss (``public_margins``): its residual counts
@@ -323,7 +324,9 @@ class FKFit:
     ``margins`` serves relviz's ``child_margins`` (docs §5.8, not in [P]): per child column, the
     released histogram of the children in groups over it, clamped at 0 (None without it);
     ``children`` serves ``parent_children`` (docs §5.9): per household column, the released
-    children per parent value, clamped at 0 (None without it).
+    children per parent value, clamped at 0 (None without it); ``pair_margins`` serves the
+    option of that name (docs §5.10): ``{(household column, child column): (hdom, idom)}`` the
+    released parent–child pair margins, clamped at 0 (None without it).
     """
 
     fk: str
@@ -345,6 +348,7 @@ class FKFit:
     column_calibration: bool = False
     margins: list[np.ndarray] | None = None
     children: list[np.ndarray] | None = None
+    pair_margins: dict[tuple[int, int], np.ndarray] | None = None
 
 
 # -- one FK ----------------------------------------------------------------------------------------
@@ -929,6 +933,9 @@ class _Run:
         if p.rscore_mode == "pooled":
             totals = {0: totals[0], 1: totals[1], 2: totals[2]}
         self.R = RScores(pairs, rs, totals)
+        pair_margins = None
+        if plan.rho_pairs > 0:  # parent–child pair margins: relviz's addition (docs §5.10)
+            pair_margins = self.release_pair_margins()
         hmodel = self.init_store()
         conds: list[Conditional] = []
         syn: list[Var] = [("H", j) for j in range(h1)]
@@ -969,7 +976,43 @@ class _Run:
         return FKFit(self.fk, self.n_noisy, [SIZE] + [("H", k) for k in range(h1)], self.hdom,
                      self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
                      p.sampling, n_null, self.imodel, bool(p.size_raking), p.size_calibration,
-                     bool(p.column_calibration), margins, children)
+                     bool(p.column_calibration), margins, children, pair_margins)
+
+    def pair_scores(self) -> list[tuple[float, int, int]]:
+        """``(z, j, k)`` for every pair of a household column ``j`` and a child column ``k``:
+        ``z = (R̃(H_j, I_1.k) − null_rscore) / σ_R``, the evidence of an association on the
+        released R-scores (the gate's statistic, docs §5.7), largest first. Post-processing."""
+        sig = self.sigma_R()
+        out = []
+        for j in range(len(self.hdom)):
+            for k in range(len(self.idom)):
+                u, v = ("H", j), ("I", 1, k)
+                pair, _ = self.R.base(u, v)
+                i = self.R.index.get(pair)
+                if i is None or sig <= 0:
+                    continue
+                out.append(((float(self.R.noisy[i]) - self.null_rscore(u, v)) / sig, j, k))
+        return sorted(out, key=lambda t: (-t[0], t[1], t[2]))
+
+    def release_pair_margins(self) -> dict[tuple[int, int], np.ndarray]:
+        """``pair_margins`` (relviz's addition, docs §5.10): the pairs of a household and a
+        child column whose :meth:`pair_scores` reach ``inter_z`` (2 when the gate is off), at most
+        ``plan.n_pairs``, or the single best if none does, each released as the children's
+        two-way histogram at ``plan.rho_pairs / kept`` (the step spends its planned ρ; the
+        choice reads released R-scores and ``ñ`` only). Returns them clamped at 0."""
+        plan = self.plan
+        scores = self.pair_scores()
+        if not scores:
+            return {}
+        z = 2.0 if self.p.inter_z is None else float(self.p.inter_z)
+        kept = [(j, k) for s, j, k in scores if s >= z][: plan.n_pairs] or [scores[0][1:]]
+        names = [f"{self.hnames[j]} × {self.inames[k]}" for j, k in kept]
+        self.rep(0.04, f"relviz: {len(kept)} parent–child pair margins ({', '.join(names)})")
+        noisy = self.priv.release_pair_margins(
+            self.budget, kept, rho_each=plan.rho_pair_each(len(kept)),
+            sensitivity=plan.sens.children, names=names,
+            source=SOURCE + " (relviz's pair_margins addition)")
+        return {jk: np.maximum(np.asarray(m, dtype=np.float64), 0.0) for jk, m in zip(kept, noisy)}
 
 
 def target_pairs(model: Model, target: Var, vars_: Sequence[Var]) -> dict:

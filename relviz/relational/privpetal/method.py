@@ -333,6 +333,16 @@ class PrivPetal(Params):
             noisy NPMs of several household columns at once (TPC-H: order year with two other
             order columns), which a count of the children per year alone measures more
             precisely. Default False.
+        pair_margins: Release up to this many two-way histograms of the children over
+            (a parent column, a child column): the pairs whose released R-scores clear the
+            independence bound by ``inter_z`` σ_R (2 when ``inter_z`` is None; the best one if
+            none does), together ``PAIR_SHARE`` of the FK's ρ taken before the split
+            (sensitivity: the children per parent value's), and rake every slot's column of
+            that child column so that its relation with the parent column is the released one
+            (:func:`calibrated_column_probs`; relviz's addition, docs §5.10). An NPM that holds a
+            large public parent attribute with a child column is rarely λ-useful (TPC-H's
+            150 part types with a line item's quantity), where a count of the children
+            themselves is measured with the child table's sensitivity. 0 (default): none.
 
     Every parameter but ``split_above``, ``splits`` and ``public_context`` may differ per FK: an edge's own
     parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run, and an edge without
@@ -381,6 +391,9 @@ class PrivPetal(Params):
                      "column_calibration", "child_margins", "parent_children"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, f"{name} must be True or False")
+        if isinstance(self.pair_margins, bool) or not isinstance(self.pair_margins, int) \
+                or self.pair_margins < 0:
+            raise ParameterError("pair_margins", "pair_margins must be an integer ≥ 0")
         if not (isinstance(self.size_calibration, bool) or self.size_calibration == "variables"):
             raise ParameterError("size_calibration",
                                  "size_calibration must be True, False or 'variables'")
@@ -557,7 +570,8 @@ class PrivPetal(Params):
         return plan_fk(Fraction(rho), h=len(henc.names) + 1, a=len(ienc.names), N=cap,
                        o=self.order, sens=sens, preset=self.preset,
                        nullable=fk.nullable, child_margins=self.child_margins,
-                       parent_children=self.parent_children), henc, ienc
+                       parent_children=self.parent_children,
+                       pair_margins=self.pair_margins), henc, ienc
 
     def noise_scales(self, schema: Schema, component: Any, rho: Fraction | float, *,
                      multipliers: Multipliers, components: tuple[Any, ...] = ()) -> dict[str, float]:
@@ -566,7 +580,8 @@ class PrivPetal(Params):
         ``σ_M`` and ``σ_h`` (with ``k`` candidates) of docs §4.3, and for a nullable FK the σ of
         the null-children count, with ``child_margins`` the σ of each child column's
         one-way histogram and with ``parent_children`` that of each parent column's histogram
-        of children (relviz's additions); for a stand-alone table, its mechanism's. The
+        of children, with ``pair_margins`` that of each pair margin (relviz's additions); for a
+        stand-alone table, its mechanism's. The
         PrivMRF-sub, intra-group and refining σ's (and the inter-relational one with
         ``inter_z``) are upper bounds: a step that makes fewer queries than planned spreads its ρ
         over those it makes, and a refining target passes what it did not release to the
@@ -598,7 +613,9 @@ class PrivPetal(Params):
                f"Alg. 2 line 8 h-scores σ_h (k = {me.k}; at most, as σ_M)": plan.sigma_h(me.k),
                "relviz: children with a null FK σ": plan.sigma_null,
                f"relviz: children's one-way marginals σ (each of {plan.a})": plan.sigma_margins,
-               f"relviz: children per parent value σ (each of {plan.h - 1})": plan.sigma_children}
+               f"relviz: children per parent value σ (each of {plan.h - 1})": plan.sigma_children,
+               f"relviz: parent–child pair margins σ (each of at most {plan.n_pairs}; fewer kept "
+               "share the same ρ)": plan.sigma_pairs}
         return {k: v for k, v in out.items() if math.isfinite(v)}
 
     # -- fit: Algorithm 4 ----------------------------------------------------------------------
@@ -807,6 +824,7 @@ class FittedPrivPetal:
         calibrate = getattr(f, "column_calibration", False)  # (a fit pickled before the option)
         by_size = _margin_by_size(f, size)  # child_margins: {column k: (N + 1, dom k)} or {}
         n_sizes = np.bincount(size, minlength=f.N + 1) if by_size else None
+        released = _pair_targets(f)  # pair_margins: {child column k: {("H", j): p(k | j)}} or {}
         for q, cond in enumerate(f.conditionals):
             if q % 16 == 0:
                 rep(0.2 + 0.7 * q / n_cond, f"sampling column {q + 1} of {len(f.conditionals)}")
@@ -814,12 +832,18 @@ class FittedPrivPetal:
             col = np.full(len(size), -1, dtype=np.int64)
             if len(rows):
                 ctx = [v for v in cond.vars if v != cond.target]
-                codes = {v: (cols[v][rows] - cond.lo if v == SIZE else cols[v][rows]) for v in ctx}
                 pairs = cond.pairs if calibrate else None
+                dom = cond.dom
+                extra = released.get(cond.target[2], {}) if cond.target[0] == "I" else {}
+                if extra:  # the released pair margins rake this column too (docs §5.10)
+                    ctx = ctx + [v for v in extra if v not in ctx]
+                    dom = {**cond.dom, **{v: f.hdom[v[1]] for v in extra}}
+                    pairs = {**(pairs or {}), **extra}
+                codes = {v: (cols[v][rows] - cond.lo if v == SIZE else cols[v][rows]) for v in ctx}
                 total = None
                 if cond.target[0] == "I" and cond.target[2] in by_size:
                     total = slot_margin_targets(by_size[cond.target[2]], n_sizes, cond.lo)
-                col[rows] = _draw_logits_fn(cond.logits, codes, ctx, cond.dom,
+                col[rows] = _draw_logits_fn(cond.logits, codes, ctx, dom,
                                             cond.dom[cond.target], rng, rounded, pairs, total)
             cols[cond.target] = col
         return cols
@@ -928,6 +952,26 @@ def calibrated_column_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, p
     if not margins or counts.sum() <= 0:
         return p
     return _conditional_rows(fit_group_margins(p * counts[:, None], counts, margins, iters, tol), p)
+
+
+def _pair_targets(f: FKFit) -> dict[int, dict]:
+    """``pair_margins`` (docs §5.10): ``{child column k: {("H", j): (hdom[j], idom[k])}}``, each
+    released pair margin as ``p(k | parent value)`` (rows normalised; a parent value without
+    released mass gets the margin's overall distribution of ``k``), the targets every slot's
+    column ``k`` is raked to (:func:`calibrated_column_probs`): the children of a group are
+    exchangeable, so each slot's child with parent value ``x`` follows the released
+    ``p(k | x)``, whatever the slot. {} without released pair margins (or a fit pickled before
+    the option). Post-processing of released values."""
+    out: dict[int, dict] = {}
+    for (j, k), m in (getattr(f, "pair_margins", None) or {}).items():
+        m = np.asarray(m, dtype=np.float64)
+        col = m.sum(axis=0)
+        if col.sum() <= 0:
+            continue
+        rows = m.sum(axis=1, keepdims=True)
+        cond = np.where(rows > 0, m / np.where(rows > 0, rows, 1.0), col / col.sum())
+        out.setdefault(k, {})[("H", j)] = cond
+    return out
 
 
 def _margin_by_size(f: FKFit, size: np.ndarray) -> dict[int, np.ndarray]:

@@ -256,6 +256,7 @@ class PrivateFK:
         self._g = GroupIndex.build(np.asarray(parent_of, np.int64), len(self._h), self.N, self.M,
                                    np.asarray(member_key))
         self._in_group = np.asarray(parent_of) >= 0  # children with a parent (in the FR)
+        self._parent = np.asarray(parent_of, dtype=np.int64)
         self._n_null = int((~self._in_group).sum())  # children with a null FK
         self._tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cache: dict[Key, np.ndarray] = {}
@@ -307,6 +308,13 @@ class PrivateFK:
         return np.bincount(self._h[:, j], weights=self._g.size.astype(np.float64),
                            minlength=self.hdom[j])
 
+    def _pair_counts(self, j: int, k: int) -> np.ndarray:
+        self._check()
+        kids = np.flatnonzero(self._in_group)
+        flat = self._h[self._parent[kids], j] * self.idom[k] + self._i[kids, k]
+        return np.bincount(flat, minlength=self.hdom[j] * self.idom[k]).astype(np.float64) \
+            .reshape(self.hdom[j], self.idom[k])
+
     # -- releases --------------------------------------------------------------------------------
     def release_null_count(self, budget: Budget, *, rho: Fraction, sensitivity: float, label: str,
                            source: str = "") -> float:
@@ -351,6 +359,30 @@ class PrivateFK:
         return self._release_histograms(budget, self._parent_children, names, rho_each=rho_each,
                                         sensitivity=sensitivity, source=source,
                                         label="relviz: children per parent value of")
+
+    def release_pair_margins(self, budget: Budget, pairs: Sequence[tuple[int, int]], *,
+                             rho_each: Fraction, sensitivity: float, names: Sequence[str],
+                             source: str = "") -> list[np.ndarray]:
+        """For each ``(j, k)`` of ``pairs``, the two-way histogram of the children in groups over
+        (their parent's household column ``j``, their own column ``k``) plus ``N(0, σ²)`` per
+        cell, one release of ρ ``rho_each`` each (``pair_margins``; relviz's addition, not in
+        [P]: docs/methods/privpetal.md §5.10). ``sensitivity`` is ``FKSensitivity.children``:
+        each child row is in one cell; under the entity unit a parent's values and a surviving
+        child's FK never change (the child table's histogram multiplier), under the tuple unit a
+        parent row that changes its values moves its children together (``√2·max(1, τ)``).
+
+        Args:
+            pairs: ``(household column, child column)`` indices, chosen from released values.
+            names: One label suffix per pair.
+
+        Returns:
+            One float64 array per pair, shape ``(hdom[j], idom[k])``, in children (unclipped
+            noisy counts).
+        """
+        pairs = list(pairs)
+        return self._release_histograms(budget, lambda q: self._pair_counts(*pairs[q]), names,
+                                        rho_each=rho_each, sensitivity=sensitivity, source=source,
+                                        label="relviz: parent–child pair margin of")
 
     def _release_histograms(self, budget: Budget, exact: Callable[[int], np.ndarray],
                             names: Sequence[str], *, rho_each: Fraction, sensitivity: float,
