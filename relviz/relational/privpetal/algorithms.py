@@ -349,6 +349,10 @@ class FKFit:
     margins: list[np.ndarray] | None = None
     children: list[np.ndarray] | None = None
     pair_margins: dict[tuple[int, int], np.ndarray] | None = None
+    pair_scores: list[tuple[float, str, str]] | None = None
+    """``pair_margins``: every (household column, child column) pair's evidence ``z`` on the
+    released R-scores (``_Run.pair_scores``) with the columns' names, largest first (what
+    chose the pairs; released values only)."""
 
 
 # -- one FK ----------------------------------------------------------------------------------------
@@ -976,7 +980,8 @@ class _Run:
         return FKFit(self.fk, self.n_noisy, [SIZE] + [("H", k) for k in range(h1)], self.hdom,
                      self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
                      p.sampling, n_null, self.imodel, bool(p.size_raking), p.size_calibration,
-                     bool(p.column_calibration), margins, children, pair_margins)
+                     bool(p.column_calibration), margins, children, pair_margins,
+                     getattr(self, "pair_z", None))
 
     def pair_scores(self) -> list[tuple[float, int, int]]:
         """``(z, j, k)`` for every pair of a household column ``j`` and a child column ``k``:
@@ -1002,6 +1007,7 @@ class _Run:
         choice reads released R-scores and ``ñ`` only). Returns them clamped at 0."""
         plan = self.plan
         scores = self.pair_scores()
+        self.pair_z = [(z, self.hnames[j], self.inames[k]) for z, j, k in scores]
         if not scores:
             return {}
         z = 2.0 if self.p.inter_z is None else float(self.p.inter_z)
