@@ -379,6 +379,7 @@ class _Run:
         self.store = NPMStore(self.N)
         self.queries = 0
         self.refine_carry = Fraction(0)  # refining ρ a target did not release (docs §4.4)
+        self.pair_z: list[tuple[float, str, str]] | None = None  # pair_margins' evidence (§5.10)
         # Alg. 5 steps (3)/(4) that released no NPM: {step: (usefulness limit L, cells of the
         # smallest candidate)}; reported by :meth:`run` (docs/methods/privpetal.md §7)
         self.starved: dict[str, tuple[float, int]] = {}
@@ -981,7 +982,7 @@ class _Run:
                      self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
                      p.sampling, n_null, self.imodel, bool(p.size_raking), p.size_calibration,
                      bool(p.column_calibration), margins, children, pair_margins,
-                     getattr(self, "pair_z", None))
+                     self.pair_z)
 
     def pair_scores(self) -> list[tuple[float, int, int]]:
         """``(z, j, k)`` for every pair of a household column ``j`` and a child column ``k``:
