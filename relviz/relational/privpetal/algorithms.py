@@ -658,17 +658,17 @@ class _Run:
         """Evidence of a parent–child association inside candidate ``s``: the largest
         ``(R̃(u, v) − null_rscore(u, v)) / σ_R`` over its pairs of a household (parent) and an
         individual (child) attribute; ``-inf`` if it has none (docs §5.7)."""
-        sig = self.sigma_R()
-        best = -math.inf
-        for u in s:
-            for v in s:
-                if u[0] != "H" or v[0] != "I":
-                    continue
-                pair, _ = self.R.base(u, v)
-                i = self.R.index.get(pair)
-                if i is not None:
-                    best = max(best, (float(self.R.noisy[i]) - self.null_rscore(u, v)) / sig)
-        return best
+        zs = [self.evidence(u, v) for u in s for v in s if u[0] == "H" and v[0] == "I"]
+        return max((z for z in zs if z is not None), default=-math.inf)
+
+    def evidence(self, u: Var, v: Var) -> float | None:
+        """``(R̃(u, v) − null_rscore(u, v)) / σ_R`` of a household and an individual variable,
+        None where the pair has no released base R-score (docs §5.7). Post-processing."""
+        pair, _ = self.R.base(u, v)
+        i = self.R.index.get(pair)
+        if i is None:
+            return None
+        return (float(self.R.noisy[i]) - self.null_rscore(u, v)) / self.sigma_R()
 
     def supported(self, picks: Sequence[frozenset], z: float) -> list[frozenset]:
         """The CFS picks of Alg. 5 (3) whose :meth:`support` is at least ``z``, or, if none is,
@@ -987,18 +987,12 @@ class _Run:
     def pair_scores(self) -> list[tuple[float, int, int]]:
         """``(z, j, k)`` for every pair of a household column ``j`` and a child column ``k``:
         ``z = (R̃(H_j, I_1.k) − null_rscore) / σ_R``, the evidence of an association on the
-        released R-scores (the gate's statistic, docs §5.7), largest first. Post-processing."""
-        sig = self.sigma_R()
-        out = []
-        for j in range(len(self.hdom)):
-            for k in range(len(self.idom)):
-                u, v = ("H", j), ("I", 1, k)
-                pair, _ = self.R.base(u, v)
-                i = self.R.index.get(pair)
-                if i is None or sig <= 0:
-                    continue
-                out.append(((float(self.R.noisy[i]) - self.null_rscore(u, v)) / sig, j, k))
-        return sorted(out, key=lambda t: (-t[0], t[1], t[2]))
+        released R-scores (:meth:`evidence`, the gate's statistic, docs §5.7), largest first. Post-processing."""
+        if self.sigma_R() <= 0:
+            return []
+        out = [(self.evidence(("H", j), ("I", 1, k)), j, k)
+               for j in range(len(self.hdom)) for k in range(len(self.idom))]
+        return sorted((t for t in out if t[0] is not None), key=lambda t: (-t[0], t[1], t[2]))
 
     def release_pair_margins(self) -> dict[tuple[int, int], np.ndarray]:
         """``pair_margins`` (relviz's addition, docs §5.10): the pairs of a household and a

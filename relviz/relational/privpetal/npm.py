@@ -255,8 +255,8 @@ class PrivateFK:
         self.N, self.M = int(N), int(M)
         self._g = GroupIndex.build(np.asarray(parent_of, np.int64), len(self._h), self.N, self.M,
                                    np.asarray(member_key))
-        self._in_group = np.asarray(parent_of) >= 0  # children with a parent (in the FR)
         self._parent = np.asarray(parent_of, dtype=np.int64)
+        self._in_group = self._parent >= 0  # children with a parent (in the FR)
         self._n_null = int((~self._in_group).sum())  # children with a null FK
         self._tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cache: dict[Key, np.ndarray] = {}
