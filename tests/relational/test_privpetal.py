@@ -2955,3 +2955,34 @@ def test_pair_score_moves_less_than_4_per_child_row() -> None:
             assert move < 4.0, (seed, row, move)
             worst = max(worst, move)
     assert worst > 2.0, worst
+
+
+def test_pair_scores_sigma_in_the_budget_panel() -> None:
+    """With ``pair_margins=1`` on an FK with several candidate pairs (the neighbour harness's
+    households → persons), the Budget panel's noise scales carry the score vector's σ (what
+    the plan releases: ``Δ_score·√q/√(2ρ_select)``, Δ_score = 4·(r + 2m) of the child table)
+    beside the margin's; with every candidate measured there is no score row."""
+    from relviz.plan import Plan
+    from relviz.relational.privpetal.method import PrivPetal
+    from tests.privacy.neighbours import fixed_household_db
+
+    db = fixed_household_db(12, seed=1)
+    schema, mult = db.schema, multipliers(db.schema)
+    fk = schema.foreign_key("persons.hid->households")
+    rho = Fraction(1, 10)
+    base = Plan.default(schema, 1.0, 1e-6, method="privpetal")
+    me = PrivPetal()
+    for m in (1, 10 ** 6):
+        comp = base.with_params(fk.name, pair_margins=m).component(fk.name)
+        p = me.for_component(comp)._fk_plan(schema, fk, rho, mult)[0]
+        q = (p.h - 1) * p.a
+        scales = me.noise_scales(schema, comp, rho, multipliers=mult)
+        key = (f"relviz: parent–child pair scores σ (each of {q} candidates, one vector; the best "
+               f"{p.n_pairs} are measured)")
+        if m == 1:
+            assert q > 1 and p.sens.score == 4.0 * mult.table_score(fk.child)
+            assert scales[key] == pytest.approx(p.sens.score * math.sqrt(q / (2 * float(p.rho_pair_select))))
+        else:
+            assert p.n_pairs == q and key not in scales
+        assert scales[f"relviz: parent–child pair margins σ (each of {p.n_pairs})"] == \
+            pytest.approx(p.sigma_pairs)

@@ -581,7 +581,8 @@ class PrivPetal(Params):
         ``σ_M`` and ``σ_h`` (with ``k`` candidates) of docs §4.3, and for a nullable FK the σ of
         the null-children count, with ``child_margins`` the σ of each child column's
         one-way histogram and with ``parent_children`` that of each parent column's histogram
-        of children, with ``pair_margins`` that of each pair margin (relviz's additions); for a
+        of children, with ``pair_margins`` that of the candidate pairs' scores and of each pair
+        margin (relviz's additions); for a
         stand-alone table, its mechanism's. The
         PrivMRF-sub, intra-group and refining σ's (and the inter-relational one with
         ``inter_z``) are upper bounds: a step that makes fewer queries than planned spreads its ρ
