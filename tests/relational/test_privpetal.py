@@ -1179,7 +1179,8 @@ def _check_release_costs(p: acc.FKPlan, ledger: list) -> None:
     scores = [e for e in ledger if e.label.startswith("relviz: parent–child pair scores")]
     if pairs:  # pair_margins (docs §5.10): one score vector, n_pairs margins, ρ_pairs in all
         q = (p.h - 1) * p.a
-        assert len(pairs) == p.n_pairs and len(scores) == (1 if p.rho_pair_select else 0)
+        # fewer than n_pairs only when the public parent's columns imply the rest (docs §5.10)
+        assert 1 <= len(pairs) <= p.n_pairs and len(scores) == (1 if p.rho_pair_select else 0)
         kinds["relviz: parent–child pair margin of "] = p.rho_pair_each(len(pairs))
         kinds["relviz: parent–child pair scores"] = p.rho_pair_select
         for e in scores:

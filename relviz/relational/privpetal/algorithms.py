@@ -987,11 +987,24 @@ class _Run:
                      bool(p.column_calibration), margins, children, pair_margins,
                      self.pair_picks, self.pair_scores)
 
+    def determines(self, j0: int, j: int) -> bool:
+        """A public parent's column ``j0`` determines its column ``j`` (each value of ``j0``
+        occurs with one value of ``j`` in the public table; TPC-H: ``p_brand`` determines
+        ``p_mfgr``), so a released pair margin of ``j0`` with a child column implies ``j``'s.
+        False for a private parent (its table is not public). docs §5.10."""
+        if self.public_hcodes is None or j0 == j:
+            return j0 == j
+        pairs = np.unique(self.public_hcodes[:, j0].astype(np.int64) * self.hdom[j]
+                          + self.public_hcodes[:, j])
+        return len(pairs) == len(np.unique(self.public_hcodes[:, j0]))
+
     def release_pair_margins(self) -> dict[tuple[int, int], np.ndarray]:
         """``pair_margins`` (relviz's addition, docs §5.10): the ``plan.n_pairs`` pairs of a
         household and a child column with the largest released scores (one Gaussian release of
         every candidate's, :meth:`~relviz.relational.privpetal.npm.PrivateFK.release_pair_scores`
-        at ``plan.rho_pair_select``; every candidate when all are planned), each released as the
+        at ``plan.rho_pair_select``; every candidate when all are planned), skipping a pair whose
+        parent column a kept pair's determines on the same child column (:meth:`determines`,
+        public data), each released as the
         children's two-way histogram at ``plan.rho_pair_each(n_pairs)``. Returns them clamped at
         0."""
         plan = self.plan
@@ -1005,8 +1018,13 @@ class _Run:
                 self.budget, cand, rho=plan.rho_pair_select, sensitivity_each=plan.sens.score,
                 total=total, label=f"relviz: parent–child pair scores ({len(cand)} candidates)",
                 source=SOURCE + " (relviz's pair_margins addition)")
-            order = np.argsort(-scores, kind="stable")[: plan.n_pairs]  # post-processing
-            kept = [cand[int(q)] for q in order]
+            kept = []  # post-processing: the best scores, skipping pairs a kept one implies
+            for q in np.argsort(-scores, kind="stable"):
+                j, k = cand[int(q)]
+                if not any(k == k0 and self.determines(j0, j) for j0, k0 in kept):
+                    kept.append((j, k))
+                if len(kept) == plan.n_pairs:
+                    break
             self.pair_scores = sorted(((float(s), self.hnames[j], self.inames[k])
                                        for s, (j, k) in zip(scores, cand)), key=lambda t: -t[0])
         self.pair_picks = [(self.hnames[j], self.inames[k]) for j, k in kept]
