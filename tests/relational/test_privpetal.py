@@ -2987,3 +2987,43 @@ def test_pair_scores_sigma_in_the_budget_panel() -> None:
             assert p.n_pairs == q and key not in scales
         assert scales[f"relviz: parent–child pair margins σ (each of {p.n_pairs})"] == \
             pytest.approx(p.sigma_pairs)
+
+
+def test_pair_margins_skip_a_pair_the_public_parent_implies() -> None:
+    """``_Run.release_pair_margins`` (docs §5.10) keeps the best scored pairs but skips one whose
+    parent column a kept pair's determines in the public parent table: households with ``A``
+    (8 codes), ``A2 = A // 2`` and ``C`` (3 codes), children ``X`` ← ``A`` and ``Y`` ← ``C``
+    (weakly). The exact scores rank ``(A, X)``, ``(A2, X)``, ``(C, Y)``; with the parent public
+    the two margins are ``(A, X)`` and ``(C, Y)`` (``A`` determines ``A2``), with a private
+    parent ``(A, X)`` and ``(A2, X)``; the ledger gets the one score vector at ρ_select and the
+    two margins sharing the rest of ρ_pairs either way."""
+    rng = np.random.default_rng(5)
+    n_h = 4000
+    A = rng.integers(0, 8, n_h)  # noqa: N806
+    C = rng.integers(0, 3, n_h)  # noqa: N806
+    hcodes = np.stack([A, A // 2, C], axis=1)
+    parent = np.repeat(np.arange(n_h), rng.integers(1, 6, n_h))
+    n = len(parent)
+    x = np.where(rng.random(n) < 0.7, A[parent] % 4, rng.integers(0, 4, n))
+    y = np.where(rng.random(n) < 0.3, C[parent], rng.integers(0, 3, n))
+    icodes = np.stack([x, y], axis=1)
+    rho = Fraction(1)
+    p = alg.Params(lam=1.0, k=10, fit_iters=40, refit_iters=10, t1_picks=2, t1_iters=2, n_mrf=4)
+    for public, want in ((True, [("A", "X"), ("C", "Y")]), (False, [("A", "X"), ("A2", "X")])):
+        priv = private(hcodes, icodes, parent, (8, 4, 3), (4, 3), 5)
+        a = Accountant(rho, delta=1e-6)
+        budget = Budget(a, "fk", rho, np.random.default_rng(0))
+        plan = acc.plan_fk(rho, h=4, a=2, N=5, o=2, sens=acc.FKSensitivity(1, 0), pair_margins=2)
+        run = alg._Run("fk", priv, budget, plan, p, ["A", "A2", "C"], ["X", "Y"],
+                       lambda f, m="": None, 0, public_hcodes=hcodes if public else None)
+        run.n_noisy = np.bincount(np.bincount(parent, minlength=n_h), minlength=6).astype(float)
+        assert run.determines(0, 1) is public and not run.determines(1, 0)
+        assert not run.determines(0, 2) and run.determines(2, 2)
+        got = run.release_pair_margins()
+        assert run.pair_picks == want, (public, run.pair_scores)
+        assert [(s[1], s[2]) for s in run.pair_scores[:3]] == [("A", "X"), ("A2", "X"), ("C", "Y")]
+        assert [m.shape for m in got.values()] == [(8, 4), (3, 3) if public else (4, 4)]
+        labels = [e.label for e in a.ledger]
+        assert labels == ["relviz: parent–child pair scores (6 candidates)"] + \
+            [f"relviz: parent–child pair margin of {j} × {k}" for j, k in want]
+        assert sum(e.rho for e in a.ledger) == plan.rho_pairs
