@@ -326,7 +326,9 @@ class FKFit:
     ``children`` serves ``parent_children`` (docs §5.9): per household column, the released
     children per parent value, clamped at 0 (None without it); ``pair_margins`` serves the
     option of that name (docs §5.10): ``{(household column, child column): (hdom, idom)}`` the
-    released parent–child pair margins, clamped at 0 (None without it).
+    released parent–child pair margins as released (noisy counts, not clamped: sampling pools
+    rows before it clamps), ``pair_sigma`` each one's σ, a public fact of the plan (None
+    without them).
     """
 
     fk: str
@@ -353,6 +355,7 @@ class FKFit:
     """``pair_margins``: every (household column, child column) pair's evidence ``z`` on the
     released R-scores (``_Run.pair_scores``) with the columns' names, largest first (what
     chose the pairs; released values only)."""
+    pair_sigma: dict[tuple[int, int], float] | None = None
 
 
 # -- one FK ----------------------------------------------------------------------------------------
@@ -380,6 +383,7 @@ class _Run:
         self.queries = 0
         self.refine_carry = Fraction(0)  # refining ρ a target did not release (docs §4.4)
         self.pair_z: list[tuple[float, str, str]] | None = None  # pair_margins' evidence (§5.10)
+        self.pair_sigma: dict[tuple[int, int], float] | None = None  # each pair margin's σ
         # Alg. 5 steps (3)/(4) that released no NPM: {step: (usefulness limit L, cells of the
         # smallest candidate)}; reported by :meth:`run` (docs/methods/privpetal.md §7)
         self.starved: dict[str, tuple[float, int]] = {}
@@ -982,7 +986,7 @@ class _Run:
                      self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
                      p.sampling, n_null, self.imodel, bool(p.size_raking), p.size_calibration,
                      bool(p.column_calibration), margins, children, pair_margins,
-                     self.pair_z)
+                     self.pair_z, self.pair_sigma)
 
     def pair_scores(self) -> list[tuple[float, int, int]]:
         """``(z, j, k)`` for every pair of a household column ``j`` and a child column ``k``:
@@ -999,7 +1003,8 @@ class _Run:
         child column whose :meth:`pair_scores` reach ``inter_z`` (2 when the gate is off), at most
         ``plan.n_pairs``, or the single best if none does, each released as the children's
         two-way histogram at ``plan.rho_pairs / kept`` (the step spends its planned ρ; the
-        choice reads released R-scores and ``ñ`` only). Returns them clamped at 0."""
+        choice reads released R-scores and ``ñ`` only). Returns them as released (noisy counts,
+        not clamped) and keeps each one's σ in ``pair_sigma``."""
         plan = self.plan
         scores = self.pair_scores()
         self.pair_z = [(z, self.hnames[j], self.inames[k]) for z, j, k in scores]
@@ -1009,11 +1014,13 @@ class _Run:
         kept = [(j, k) for s, j, k in scores if s >= z][: plan.n_pairs] or [scores[0][1:]]
         names = [f"{self.hnames[j]} × {self.inames[k]}" for j, k in kept]
         self.rep(0.04, f"relviz: {len(kept)} parent–child pair margins ({', '.join(names)})")
+        rho_each = plan.rho_pair_each(len(kept))
         noisy = self.priv.release_pair_margins(
-            self.budget, kept, rho_each=plan.rho_pair_each(len(kept)),
-            sensitivity=plan.sens.children, names=names,
+            self.budget, kept, rho_each=rho_each, sensitivity=plan.sens.children, names=names,
             source=SOURCE + " (relviz's pair_margins addition)")
-        return {jk: np.maximum(np.asarray(m, dtype=np.float64), 0.0) for jk, m in zip(kept, noisy)}
+        sigma = float(plan.sens.children) / math.sqrt(2.0 * float(rho_each))
+        self.pair_sigma = {jk: sigma for jk in kept}
+        return {jk: np.asarray(m, dtype=np.float64) for jk, m in zip(kept, noisy)}
 
 
 def target_pairs(model: Model, target: Var, vars_: Sequence[Var]) -> dict:

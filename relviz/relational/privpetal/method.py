@@ -954,23 +954,63 @@ def calibrated_column_probs(p: np.ndarray, codes: Mapping, counts: np.ndarray, p
     return _conditional_rows(fit_group_margins(p * counts[:, None], counts, margins, iters, tol), p)
 
 
+PAIR_BLOCK_Z = 2.0
+"""``pair_margins`` at sampling (docs §5.10): a released pair margin's parent values are pooled
+into blocks of consecutive codes until a block's mean cell holds at least ``PAIR_BLOCK_Z`` times
+its noise (:func:`pair_block_size`)."""
+
+
+def pair_block_size(total: float, rows: int, cols: int, sigma: float,
+                    z: float = PAIR_BLOCK_Z) -> int:
+    """How many consecutive parent values a released ``(rows, cols)`` pair margin pools into one
+    block (relviz's addition, docs/methods/privpetal.md §5.10): the smallest ``g`` with
+    ``g·n̄/cols ≥ z·σ·√g``, i.e. ``g = ⌈(z·σ·cols/n̄)²⌉`` clipped to ``1…rows``, where
+    ``n̄ = total/rows`` is the released children per parent value. A block of ``g`` rows sums
+    ``g`` cells per child value, so its mean cell grows as ``g`` and its noise as ``√g``. Reads
+    the released total and the plan's σ only (post-processing).
+
+    Args:
+        total: The released margin's sum (children, noisy); ``≤ 0`` pools every row (``rows``).
+        rows, cols: The margin's shape (parent values, child values).
+        sigma: Its noise scale (children per cell); 0 or not finite: no pooling (1).
+        z: The mean cell to noise ratio a block must reach.
+
+    Returns:
+        ``g``, an int in ``1…rows``.
+    """
+    if not (sigma > 0 and math.isfinite(sigma)) or rows <= 1:
+        return 1
+    if total <= 0:
+        return int(rows)
+    return int(min(rows, max(1, math.ceil((z * sigma * cols * rows / total) ** 2 - 1e-9))))
+
+
 def _pair_targets(f: FKFit) -> dict[int, dict]:
     """``pair_margins`` (docs §5.10): ``{child column k: {("H", j): (hdom[j], idom[k])}}``, each
-    released pair margin as ``p(k | parent value)`` (rows normalised; a parent value without
-    released mass gets the margin's overall distribution of ``k``), the targets every slot's
-    column ``k`` is raked to (:func:`calibrated_column_probs`): the children of a group are
-    exchangeable, so each slot's child with parent value ``x`` follows the released
-    ``p(k | x)``, whatever the slot. {} without released pair margins (or a fit pickled before
-    the option). Post-processing of released values."""
+    released pair margin as ``p(k | parent value)``, the targets every slot's column ``k`` is
+    raked to (:func:`calibrated_column_probs`): the children of a group are exchangeable, so
+    each slot's child with parent value ``x`` follows the released ``p(k | x)``, whatever the
+    slot. Where the rows are too noisy for that, consecutive parent values are pooled first
+    (:func:`pair_block_size`: a block's cells summed, noise and all, then clamped at 0), and
+    every value of a block gets the block's ``p(k | block)``; a block without mass gets the
+    margin's overall distribution of ``k``. {} without released pair margins (or a fit pickled
+    before the option; one pickled before ``pair_sigma`` is not pooled). Post-processing of
+    released values and the plan's σ."""
     out: dict[int, dict] = {}
+    sigmas = getattr(f, "pair_sigma", None) or {}
     for (j, k), m in (getattr(f, "pair_margins", None) or {}).items():
         m = np.asarray(m, dtype=np.float64)
-        col = m.sum(axis=0)
+        col = np.maximum(m.sum(axis=0), 0.0)
         if col.sum() <= 0:
             continue
-        rows = m.sum(axis=1, keepdims=True)
-        cond = np.where(rows > 0, m / np.where(rows > 0, rows, 1.0), col / col.sum())
-        out.setdefault(k, {})[("H", j)] = cond
+        g = pair_block_size(float(m.sum()), m.shape[0], m.shape[1], sigmas.get((j, k), 0.0))
+        block = np.arange(m.shape[0]) // g
+        pooled = np.zeros((int(block[-1]) + 1, m.shape[1]))
+        np.add.at(pooled, block, m)
+        rows = np.maximum(pooled, 0.0)[block]
+        tot = rows.sum(axis=1, keepdims=True)
+        out.setdefault(k, {})[("H", j)] = np.where(tot > 0, rows / np.where(tot > 0, tot, 1.0),
+                                                   col / col.sum())
     return out
 
 
