@@ -2823,8 +2823,9 @@ def test_pair_margins_release_ledger_and_noise_scales(pairs_fit) -> None:  # noq
 
 
 def test_pair_block_size_pools_until_a_block_cell_is_twice_its_noise() -> None:
-    """``g = ⌈(z·σ·cols/n̄)²⌉`` clipped to ``1…rows`` (docs §5.10): TPC-H's ``P_TYPE ×
-    l_quantity#hi`` at ε 0.4 (150 × 11 cells, 2·10⁶ children, σ 1,135) pools 4 types
+    """``g = ⌈(z·σ·cols/n̄)²⌉`` clipped to ``1…rows`` (docs §5.10): a margin of about the size
+    of TPC-H's ``P_TYPE × l_quantity#hi`` at ε 0.4 (150 × 11 cells, 2·10⁶ children, σ 1,135)
+    pools 4 parent values
     (``(2·1135·11/13,333)² = 3.51``); a block of ``g`` holds ``g·n̄/cols`` children per cell
     against ``σ·√g`` of noise, and ``g − 1`` would miss the ratio ``z``. Strong rows, σ = 0 or ∞
     and one row are not pooled; a released total ≤ 0 pools every row."""
