@@ -443,6 +443,10 @@ class FKPlan:
         """ρ of one pair margin when ``kept`` (1…``n_pairs``) are released."""
         return self.rho_pairs / kept if (self.rho_pairs and kept) else Fraction(0)
 
+    def sigma_pair_each(self, kept: int) -> float:
+        """σ of one pair margin when ``kept`` (1…``n_pairs``) are released (∞ without them)."""
+        return _sigma(self.sens.children, 1, self.rho_pair_each(kept))
+
     def sigma_h(self, k: int) -> float:
         """σ of each of ``k`` h-scores of one refining round (T2 rounds per target)."""
         if not self.J:

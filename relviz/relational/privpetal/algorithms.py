@@ -1018,8 +1018,7 @@ class _Run:
         noisy = self.priv.release_pair_margins(
             self.budget, kept, rho_each=rho_each, sensitivity=plan.sens.children, names=names,
             source=SOURCE + " (relviz's pair_margins addition)")
-        sigma = float(plan.sens.children) / math.sqrt(2.0 * float(rho_each))
-        self.pair_sigma = {jk: sigma for jk in kept}
+        self.pair_sigma = {jk: plan.sigma_pair_each(len(kept)) for jk in kept}
         return {jk: np.asarray(m, dtype=np.float64) for jk, m in zip(kept, noisy)}
 
 
