@@ -626,10 +626,11 @@ def test_privpetal_releases_within_declared_sensitivity(case: Case, data: st.Dat
     Algorithm 3) stays within its declared Δ on every neighbour: removed groups (τ_r), groups
     that lose children under a public parent (τ_m), the cascade of a three-level chain, the two
     FKs of one child, the tuple unit, the null-children count of a nullable FK and the children's
-    one-way marginals and children per parent value (relviz's additions). The reference fit must
-    release NPMs and h-scores, one one-way marginal per child column and one histogram of
-    children per parent column of every modelled FK (and the null count where an FK is
-    nullable), so the check is not vacuous."""
+    one-way marginals, children per parent value and parent–child pair scores and margins
+    (relviz's additions). The reference fit must release NPMs and h-scores, one one-way marginal
+    per child column and one histogram of children per parent column of every modelled FK, one
+    vector of pair scores where there are more candidate pairs than picks (and the null count
+    where an FK is nullable), so the check is not vacuous."""
     from relviz.relational.privpetal.method import PrivPetal
 
     db = data.draw(databases(case.schema, **case.draw), label="database")
@@ -654,6 +655,12 @@ def test_privpetal_releases_within_declared_sensitivity(case: Case, data: st.Dat
         got = [r.label.rsplit(" ", 1)[1] for r in reference if r.component == fk.name
                and r.label.startswith("relviz: children per parent value of ")]
         assert got == list(names), (fk.name, got, names)
+        # pair_margins: one vector of scores wherever there are more candidates than picks
+        a = sum(r.component == fk.name and r.label.startswith("relviz: children's one-way "
+                                                                 "marginal of ") for r in reference)
+        scores = [r for r in reference if r.component == fk.name
+                  and r.label.startswith("relviz: parent–child pair scores")]
+        assert len(scores) == int(len(names) * a > PETAL_PARAMS["pair_margins"]), (fk.name, a)
     assert linked == ({"items.depot->depots"} if "mixed" in case.id else set())
     if "parent-attributes" in case.id:  # the depot's public attributes, copied into items,
         # are columns of PrivPetal's flattened relation

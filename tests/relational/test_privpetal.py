@@ -20,6 +20,7 @@ import math
 import warnings
 from dataclasses import replace
 from fractions import Fraction
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -1176,10 +1177,20 @@ def _check_release_costs(p: acc.FKPlan, ledger: list) -> None:
     scaled by one factor ≥ 1 (what earlier targets left), within ``J·ρ_target`` in all."""
     kinds = _release_kinds(p)
     pairs = [e for e in ledger if e.label.startswith("relviz: parent–child pair margin of ")]
-    if pairs:  # pair_margins (docs §5.10): the kept pairs share ρ_pairs
-        assert len(pairs) <= p.n_pairs
+    scores = [e for e in ledger if e.label.startswith("relviz: parent–child pair scores")]
+    if pairs:  # pair_margins (docs §5.10): one score vector, n_pairs margins, ρ_pairs in all
+        q = (p.h - 1) * p.a
+        # fewer than n_pairs only when the public parent's columns imply the rest (docs §5.10)
+        assert 1 <= len(pairs) <= p.n_pairs and len(scores) == (1 if p.rho_pair_select else 0)
         kinds["relviz: parent–child pair margin of "] = p.rho_pair_each(len(pairs))
-        assert sum(e.rho for e in pairs) == p.rho_pairs
+        kinds["relviz: parent–child pair scores"] = p.rho_pair_select
+        for e in scores:
+            assert e.label == f"relviz: parent–child pair scores ({q} candidates)"
+            assert e.sensitivity == pytest.approx(p.sens.score * math.sqrt(q))
+            assert e.sigma == pytest.approx(p.sigma_pair_scores)
+        assert sum(e.rho for e in pairs + scores) == p.rho_pairs
+    else:
+        assert not scores
     inter = [e for e in ledger if e.label.startswith("Alg. 5 (3)")]
     if inter:  # none when no candidate is λ-useful
         assert len(inter) <= p.h + p.a
@@ -2754,8 +2765,9 @@ def test_C2_pair_margins_plan_spends_exactly_the_fk_budget(preset: str, h: int, 
     without a parent column, ``h = 1``, or a child column, ``a = 0``), taken before [P]'s split
     with the other additions' shares; at most ``(h − 1)·a`` pairs are planned, the other shares
     are those of the remaining ρ, the plan sums exactly (Fraction) to the FK's ρ, and with all
-    ``m`` kept each margin's σ = Δ_children·√(m/(2ρ_pairs)) realises cost ρ_pairs/m; fewer kept
-    share the same ρ."""
+    the choice (one vector of the ``(h − 1)·a`` candidates' scores) costing PAIR_SELECT_SHARE of
+    ρ_pairs at σ = Δ_score·√(q/(2ρ)) (none when every candidate is planned), each margin's
+    σ = Δ_children·√(m/(2ρ)) realises cost ρ/m of what the choice leaves."""
     rho = Fraction(3, 7)
     sens = acc.FKSensitivity(1, 0, 1.0, 2.0, 3.0)
     plan = acc.plan_fk(rho, h=h, a=a, N=6, o=2, sens=sens, preset=preset, child_margins=margins,
@@ -2768,11 +2780,21 @@ def test_C2_pair_margins_plan_spends_exactly_the_fk_budget(preset: str, h: int, 
     for name in ("rho_n", "rho_R", "rho_hsub", "rho_isub", "rho_inter", "rho_intra", "rho_target"):
         assert getattr(plan, name) == getattr(base, name), name
     if n:
-        assert plan.rho_pair_each(n) * n == plan.rho_pairs == plan.rho_pair_each(1)
+        # the choice takes PAIR_SELECT_SHARE unless every candidate is planned (nothing to choose)
+        choose = n < (h - 1) * a
+        assert plan.rho_pair_select == (plan.rho_pairs * acc.PAIR_SELECT_SHARE if choose else 0)
+        assert plan.rho_pair_each(n) * n + plan.rho_pair_select == plan.rho_pairs
         assert (3.0 / plan.sigma_pairs) ** 2 / 2 == pytest.approx(float(plan.rho_pair_each(n)),
                                                                   rel=1e-12)
+        if choose:  # one vector of (h − 1)·a scores, each of Δ_score = 8 (the default)
+            q = (h - 1) * a
+            assert (8.0 * math.sqrt(q) / plan.sigma_pair_scores) ** 2 / 2 == \
+                pytest.approx(float(plan.rho_pair_select), rel=1e-12)
+        else:
+            assert math.isinf(plan.sigma_pair_scores)
     else:
         assert math.isinf(plan.sigma_pairs) and plan.rho_pair_each(1) == 0
+        assert plan.rho_pair_select == 0
     with pytest.raises(ValueError, match="pair_margins"):
         acc.plan_fk(rho, h=h, a=a, N=6, o=2, sens=sens, pair_margins=-1)
 
@@ -2809,7 +2831,7 @@ def test_pair_margins_release_ledger_and_noise_scales(pairs_fit) -> None:  # noq
     assert rel[0].rho == p.rho_pairs and rel[0].sensitivity == p.sens.children == 1.0
     assert rel[0].sigma == pytest.approx(p.sigma_pairs, rel=1e-9)
     scales = method.noise_scales(db.schema, comp, rho, multipliers=mult)
-    key = "relviz: parent–child pair margins σ (each of at most 1; fewer kept share the same ρ)"
+    key = "relviz: parent–child pair margins σ (each of 1)"  # one candidate: no choice
     assert scales[key] == pytest.approx(p.sigma_pairs)
     _check_release_costs(p, [e for e in synth.ledger_ if e.component == fk])
     assert synth.accountant_.spent(fk) <= rho
@@ -2823,9 +2845,8 @@ def test_pair_margins_release_ledger_and_noise_scales(pairs_fit) -> None:  # noq
 
 
 def test_pair_block_size_pools_until_a_block_cell_is_twice_its_noise() -> None:
-    """``g = ⌈(z·σ·cols/n̄)²⌉`` clipped to ``1…rows`` (docs §5.10): a margin of about the size
-    of TPC-H's ``P_TYPE × l_quantity#hi`` at ε 0.4 (150 × 11 cells, 2·10⁶ children, σ 1,135)
-    pools 4 parent values
+    """``g = ⌈(z·σ·cols/n̄)²⌉`` clipped to ``1…rows`` (docs §5.10): TPC-H's ``P_TYPE ×
+    l_quantity#hi`` at ε 0.4 (150 × 11 cells, 2·10⁶ children, σ 1,135) pools 4 types
     (``(2·1135·11/13,333)² = 3.51``); a block of ``g`` holds ``g·n̄/cols`` children per cell
     against ``σ·√g`` of noise, and ``g − 1`` would miss the ratio ``z``. Strong rows, σ = 0 or ∞
     and one row are not pooled; a released total ≤ 0 pools every row."""
@@ -2916,3 +2937,190 @@ def test_pair_margins_rake_the_drawn_children_to_the_released_relation(pairs_fit
     assert miss(plain) >= 0.5, miss(plain)
     assert np.array_equal(np.bincount(forced.parent_index(fk), minlength=len(kind)),
                           np.bincount(plain.parent_index(fk), minlength=len(kind)))
+
+
+class _ScoreBudget:
+    """A stand-in for ``Budget`` in the pair choice: records the exact score vector and returns
+    it unchanged (no noise)."""
+
+    def __init__(self) -> None:
+        self.exact: list[np.ndarray] = []
+
+    def gaussian(self, values, **kw):  # noqa: ANN001, ANN003, ANN201
+        self.exact.append(np.asarray(values, dtype=np.float64).copy())
+        return self.exact[-1].copy(), 0.0
+
+
+def _planted_pairs(rng: np.random.Generator, n_h: int = 4000):  # noqa: ANN202
+    """Households (A: 8 codes, B: 5 codes, C: 3 codes) with 1–5 children (X: 4 codes,
+    X = A mod 4 w.p. .7; Y: 3 codes, Y = C w.p. .2; Z: 6 codes, independent)."""
+    A = rng.integers(0, 8, n_h)  # noqa: N806
+    C = rng.integers(0, 3, n_h)  # noqa: N806
+    hcodes = np.stack([A, rng.integers(0, 5, n_h), C], axis=1)
+    parent = np.repeat(np.arange(n_h), rng.integers(1, 6, n_h))
+    n = len(parent)
+    x = np.where(rng.random(n) < 0.7, A[parent] % 4, rng.integers(0, 4, n))
+    y = np.where(rng.random(n) < 0.2, C[parent], rng.integers(0, 3, n))
+    icodes = np.stack([x, y, rng.integers(0, 6, n)], axis=1)
+    return private(hcodes, icodes, parent, (8, 5, 3), (4, 3, 6), 5), n
+
+
+def test_pair_scores_rank_the_planted_pairs_first() -> None:
+    """``PrivateFK.release_pair_scores`` (docs §5.10) on households whose child column ``X``
+    follows the parent's ``A`` and ``Y`` (weakly) its ``C``: over 4 data seeds the exact scores
+    rank ``(A, X)`` then ``(C, Y)`` first, and every independent pair scores within its
+    sampling noise of 0 (below a sixth of ``(C, Y)``'s). Released through a real budget at
+    ρ 0.05 (σ = 4·√9/√0.1 ≈ 38 children on ≈ 12,000), the best two are the same on every seed:
+    one Gaussian release, labelled, at the given ρ with L2 sensitivity √9·4."""
+    cand = [(j, k) for j in range(3) for k in range(3)]
+    for seed in range(4):
+        priv, n = _planted_pairs(np.random.default_rng(seed))
+        fake = _ScoreBudget()
+        priv.release_pair_scores(fake, cand, rho=Fraction(1, 20), sensitivity_each=4.0,
+                                 total=float(n), label="scores")
+        exact = dict(zip(cand, fake.exact[0]))
+        assert sorted(cand, key=lambda c: -exact[c])[:2] == [(0, 0), (2, 1)], exact
+        others = [exact[c] for c in cand if c not in ((0, 0), (2, 1))]
+        assert max(np.abs(others)) < exact[(2, 1)] / 6, exact
+        acct = Accountant(Fraction(1), delta=1e-6)
+        budget = Budget(acct, "fk", Fraction(1), np.random.default_rng(seed))
+        noisy = priv.release_pair_scores(budget, cand, rho=Fraction(1, 20), sensitivity_each=4.0,
+                                         total=float(n), label="scores")
+        assert [cand[q] for q in np.argsort(-noisy)[:2]] == [(0, 0), (2, 1)]
+        (e,) = acct.ledger
+        assert (e.label, e.rho, e.sensitivity) == ("scores", Fraction(1, 20), 12.0)
+
+
+def test_pair_score_moves_less_than_4_per_child_row() -> None:
+    """The pair score's bound (``FKSensitivity.score``, docs §5.10: < 4 per child row added or
+    removed): on 60 random small FKs, removing any one child row moves every candidate's score
+    by less than 4, and the largest move seen (3.08 when written) exceeds 2, so a bound of half
+    would be wrong."""
+    worst = 0.0
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        hc, ic, parent, hdom, idom = tiny_fk(rng, n_h=int(rng.integers(3, 9)), max_size=3,
+                                             h=3, a=2, vals=3)
+        if len(parent) < 2:
+            continue
+        cand = [(j, k) for j in range(3) for k in range(2)]
+        ref = _ScoreBudget()
+        private(hc, ic, parent, hdom, idom, 3).release_pair_scores(
+            ref, cand, rho=Fraction(1), sensitivity_each=4.0, total=10.0, label="s")
+        for row in range(len(parent)):
+            keep = np.arange(len(parent)) != row
+            nb = _ScoreBudget()
+            private(hc, ic[keep], parent[keep], hdom, idom, 3).release_pair_scores(
+                nb, cand, rho=Fraction(1), sensitivity_each=4.0, total=10.0, label="s")
+            move = float(np.abs(ref.exact[0] - nb.exact[0]).max())
+            assert move < 4.0, (seed, row, move)
+            worst = max(worst, move)
+    assert worst > 2.0, worst
+
+
+def test_pair_scores_sigma_in_the_budget_panel() -> None:
+    """With ``pair_margins=1`` on an FK with several candidate pairs (the neighbour harness's
+    households → persons), the Budget panel's noise scales carry the score vector's σ (what
+    the plan releases: ``Δ_score·√q/√(2ρ_select)``, Δ_score = 4·(r + 2m) of the child table)
+    beside the margin's; with every candidate measured there is no score row."""
+    from relviz.plan import Plan
+    from relviz.relational.privpetal.method import PrivPetal
+    from tests.privacy.neighbours import fixed_household_db
+
+    db = fixed_household_db(12, seed=1)
+    schema, mult = db.schema, multipliers(db.schema)
+    fk = schema.foreign_key("persons.hid->households")
+    rho = Fraction(1, 10)
+    base = Plan.default(schema, 1.0, 1e-6, method="privpetal")
+    me = PrivPetal()
+    for m in (1, 10 ** 6):
+        comp = base.with_params(fk.name, pair_margins=m).component(fk.name)
+        p = me.for_component(comp)._fk_plan(schema, fk, rho, mult)[0]
+        q = (p.h - 1) * p.a
+        scales = me.noise_scales(schema, comp, rho, multipliers=mult)
+        key = (f"relviz: parent–child pair scores σ (each of {q} candidates, one vector; the best "
+               f"{p.n_pairs} are measured)")
+        if m == 1:
+            assert q > 1 and p.sens.score == 4.0 * mult.table_score(fk.child)
+            assert scales[key] == pytest.approx(p.sens.score * math.sqrt(q / (2 * float(p.rho_pair_select))))
+        else:
+            assert p.n_pairs == q and key not in scales
+        assert scales[f"relviz: parent–child pair margins σ (each of {p.n_pairs})"] == \
+            pytest.approx(p.sigma_pairs)
+
+
+def test_pair_margins_skip_a_pair_the_public_parent_implies() -> None:
+    """``_Run.release_pair_margins`` (docs §5.10) keeps the best scored pairs but skips one whose
+    parent column a kept pair's determines in the public parent table: households with ``A``
+    (8 codes), ``A2 = A // 2`` and ``C`` (3 codes), children ``X`` ← ``A`` and ``Y`` ← ``C``
+    (weakly). The exact scores rank ``(A, X)``, ``(A2, X)``, ``(C, Y)``; with the parent public
+    the two margins are ``(A, X)`` and ``(C, Y)`` (``A`` determines ``A2``), with a private
+    parent ``(A, X)`` and ``(A2, X)``; the ledger gets the one score vector at ρ_select and the
+    two margins sharing the rest of ρ_pairs either way."""
+    rng = np.random.default_rng(5)
+    n_h = 4000
+    A = rng.integers(0, 8, n_h)  # noqa: N806
+    C = rng.integers(0, 3, n_h)  # noqa: N806
+    hcodes = np.stack([A, A // 2, C], axis=1)
+    parent = np.repeat(np.arange(n_h), rng.integers(1, 6, n_h))
+    n = len(parent)
+    x = np.where(rng.random(n) < 0.7, A[parent] % 4, rng.integers(0, 4, n))
+    y = np.where(rng.random(n) < 0.3, C[parent], rng.integers(0, 3, n))
+    icodes = np.stack([x, y], axis=1)
+    rho = Fraction(1)
+    p = alg.Params(lam=1.0, k=10, fit_iters=40, refit_iters=10, t1_picks=2, t1_iters=2, n_mrf=4)
+    for public, want in ((True, [("A", "X"), ("C", "Y")]), (False, [("A", "X"), ("A2", "X")])):
+        priv = private(hcodes, icodes, parent, (8, 4, 3), (4, 3), 5)
+        a = Accountant(rho, delta=1e-6)
+        budget = Budget(a, "fk", rho, np.random.default_rng(0))
+        plan = acc.plan_fk(rho, h=4, a=2, N=5, o=2, sens=acc.FKSensitivity(1, 0), pair_margins=2)
+        run = alg._Run("fk", priv, budget, plan, p, ["A", "A2", "C"], ["X", "Y"],
+                       lambda f, m="": None, 0, public_hcodes=hcodes if public else None)
+        run.n_noisy = np.bincount(np.bincount(parent, minlength=n_h), minlength=6).astype(float)
+        assert run.determines(0, 1) is public and not run.determines(1, 0)
+        assert not run.determines(0, 2) and run.determines(2, 2)
+        got = run.release_pair_margins()
+        assert run.pair_picks == want, (public, run.pair_scores)
+        assert [(s[1], s[2]) for s in run.pair_scores[:3]] == [("A", "X"), ("A2", "X"), ("C", "Y")]
+        assert [m.shape for m in got.values()] == [(8, 4), (3, 3) if public else (4, 4)]
+        labels = [e.label for e in a.ledger]
+        assert labels == ["relviz: parent–child pair scores (6 candidates)"] + \
+            [f"relviz: parent–child pair margin of {j} × {k}" for j, k in want]
+        assert sum(e.rho for e in a.ledger) == plan.rho_pairs
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pair_margins_measure_only_pairs_above_the_threshold(seed: int) -> None:
+    """``_Run.release_pair_margins`` (docs §5.10) measures only pairs whose noisy score clears
+    ``Φ⁻¹(1 − PAIR_LEVEL/q)·σ_score``: with ``pair_margins=3`` on :func:`_planted_pairs`
+    (``(A, X)`` and, weakly, ``(C, Y)`` associated; q = 9 candidates) at ρ_FK = 1 the score σ
+    is ``4·√9/√(2·ρ_select)`` ≈ 38 against exact scores in the thousands for the planted pairs
+    and within sampling noise of 0 for the others, so exactly the two planted pairs are measured
+    (not a third); with the children's columns shuffled (no association) no score clears it
+    and the single best is measured. Either way the ledger spends ``rho_pairs`` exactly. Three
+    seeds: a third pick from noise has probability ≤ 0.05 per seed by the Bonferroni bound."""
+    rng = np.random.default_rng(seed)
+    priv, n = _planted_pairs(rng)
+    p = alg.Params(lam=1.0, k=10, fit_iters=40, refit_iters=10, t1_picks=2, t1_iters=2, n_mrf=4)
+    for shuffled in (False, True):
+        if shuffled:
+            perm = rng.permutation(len(priv._i))
+            priv = private(priv._h.copy(), priv._i[perm].copy(), priv._parent.copy(), (8, 5, 3),
+                           (4, 3, 6), 5)
+        rho = Fraction(1)
+        a = Accountant(rho, delta=1e-6)
+        budget = Budget(a, "fk", rho, np.random.default_rng(seed))
+        plan = acc.plan_fk(rho, h=4, a=3, N=5, o=2, sens=acc.FKSensitivity(1, 0), pair_margins=3)
+        run = alg._Run("fk", priv, budget, plan, p, ["A", "B", "C"], ["X", "Y", "Z"],
+                       lambda f, m="": None, 0)
+        run.n_noisy = np.bincount(np.bincount(priv._parent, minlength=4000),
+                                  minlength=6).astype(float)
+        run.release_pair_margins()
+        cut = NormalDist().inv_cdf(1 - alg.PAIR_LEVEL / 9) * plan.sigma_pair_scores
+        above = [(s[1], s[2]) for s in run.pair_scores if s[0] >= cut]
+        if shuffled:
+            assert above == [] and len(run.pair_picks) == 1, run.pair_scores
+            assert run.pair_picks[0] == run.pair_scores[0][1:]
+        else:
+            assert run.pair_picks == above == [("A", "X"), ("C", "Y")], run.pair_scores
+        assert sum(e.rho for e in a.ledger) == plan.rho_pairs

@@ -71,10 +71,17 @@ row that changes its values moves its ``≤ τ`` children together (√2·τ): `
 self-referential FK).
 
 **Parent–child pair margins (relviz's addition, not in [P]; docs §5.10).** With
-``pair_margins = m`` the FK releases, for up to ``m`` pairs of a household (parent) column and a
-child column chosen on the released R-scores, the two-way histogram of the children in groups
-over (their parent's value, their own value), from a :data:`PAIR_SHARE` of the FK's ρ taken
-before the split. Each child row adds 1 to one cell: under the entity unit a parent's values and
+``pair_margins = m`` the FK releases, for ``m`` pairs of a household (parent) column and a
+child column, the two-way histogram of the children in groups over (their parent's value, their
+own value), from a :data:`PAIR_SHARE` of the FK's ρ taken before the split. The pairs are chosen
+first, the ``m`` best of one Gaussian release of every candidate pair's score
+(:data:`PAIR_SELECT_SHARE` of that ρ; a Gaussian release keeps PrivPetal's plans Gaussian-only,
+so [P] Thm 5.2's accounting still applies, where an exponential mechanism would not). A score is
+the L1 distance of the pair's histogram ``N`` (children × (parent value, own value)) from
+independence ``P(N) = r·cᵀ/n``, less a public penalty. Adding one child row moves ``N`` by 1 in
+L1 and ``P(N)`` by ``‖ΔP‖₁ ≤ (3n + 1)/(n + 1) < 3``, so each score moves by less than 4 per child
+row added or removed (:attr:`FKSensitivity.score`), and the vector of ``q`` scores by
+``√q`` times that in L2. Each child row adds 1 to one cell: under the entity unit a parent's values and
 a surviving child's FK never change, so a removed child moves one count and a changed one moves
 within its parent's row (√2), the child table's histogram multiplier; under the tuple unit a
 child re-pointing or changing moves one count (√2) and a parent row that changes its values moves
@@ -97,7 +104,7 @@ from relviz.privacy.sensitivity import Multipliers
 from relviz.schema import ForeignKey, Schema
 
 __all__ = ["Preset", "PRESETS", "NULL_SHARE", "MARGIN_SHARE", "CHILDREN_SHARE",
-           "PAIR_SHARE", "FKSensitivity", "fk_sensitivities", "unit_problems",
+           "PAIR_SHARE", "PAIR_SELECT_SHARE", "FKSensitivity", "fk_sensitivities", "unit_problems",
            "q_rscores", "FKPlan", "plan_fk", "sub_plan", "schedule", "gamma_star", "budget_B",
            "epsilon_star", "gaussian_delta", "MEAN_ABS", "usefulness_limit"]
 
@@ -119,6 +126,11 @@ CHILDREN_SHARE = Fraction(1, 50)
 PAIR_SHARE = Fraction(1, 25)
 """Share of an FK's ρ spent on the parent–child pair margins when ``pair_margins`` is on
 (relviz's addition, docs/methods/privpetal.md §5.10), taken before [P] §5's split."""
+
+PAIR_SELECT_SHARE = Fraction(1, 4)
+"""Share of the pair margins' ρ (:data:`PAIR_SHARE`) spent on choosing the pairs: one Gaussian
+release of every candidate pair's score (docs/methods/privpetal.md §5.10); none when every
+candidate pair is planned."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +199,10 @@ class FKSensitivity:
         children: L2 sensitivity of one histogram of the children over one parent column
             (``parent_children``; relviz's addition): ``hist`` under the entity unit,
             ``√2·max(1, τ)`` under the tuple unit.
+        score: Sensitivity of one pair-choice score (``pair_margins``; relviz's addition): the
+            L1 distance of a parent–child pair histogram from independence moves by less than
+            4 per child row added or removed, so ``4·(r + 2m)`` (the child table's score
+            multiplier) under the entity unit, ``8·max(1, τ)`` under the tuple unit.
     """
 
     tau_r: int
@@ -194,6 +210,7 @@ class FKSensitivity:
     null: float = 1.0
     hist: float = math.sqrt(2.0)
     children: float = math.sqrt(2.0)
+    score: float = 8.0
 
     @property
     def star(self) -> int:
@@ -241,8 +258,11 @@ def fk_sensitivities(schema: Schema, mult: Multipliers, fk: ForeignKey) -> FKSen
         # row of the parent changes its values only, which no child's FK follows
         # children per parent value: a child re-points (one count moves) or a parent row changes
         # its values (its ≤ τ children move together): √2 times the links one row moves
+        # pair-choice score: a child that re-points or changes is one row removed and one
+        # added (< 4 each); a parent row that changes its values moves its ≤ τ children so
         return FKSensitivity(0, 2, 1.0, mult.table_histogram(fk.child),
-                             math.sqrt(2.0) * mult.edges_changed(fk.name))
+                             math.sqrt(2.0) * mult.edges_changed(fk.name),
+                             8.0 * mult.edges_changed(fk.name))
     tau_r, tau_m = int(mult.g_rem[fk.name]), int(mult.x[fk.name])
     # null count, Δ_null = max(1, τ_m): under the entity unit a surviving child never changes its
     # FK, so the count changes only by removed children whose FK is null. Such a child is not
@@ -255,8 +275,11 @@ def fk_sensitivities(schema: Schema, mult: Multipliers, fk: ForeignKey) -> FKSen
     # children's one-way histograms: each child row is in one cell of each, so the child table's
     # histogram multiplier (rows removed, rows whose values change) bounds them; so it does the
     # children per parent value, since a parent's values and a surviving child's FK never change
+    # pair-choice score: < 4 per child row removed, < 8 per child row changed (the child table's
+    # score multiplier r + 2m counts a changed row twice)
     hist = mult.table_histogram(fk.child)
-    return FKSensitivity(tau_r, tau_m, float(max(1, tau_m)), hist, hist)
+    return FKSensitivity(tau_r, tau_m, float(max(1, tau_m)), hist, hist,
+                         4.0 * mult.table_score(fk.child))
 
 
 # -- planning ------------------------------------------------------------------------------------
@@ -350,8 +373,9 @@ class FKPlan:
             addition), else 0.
         rho_pairs: ρ of the parent–child pair margins together (``pair_margins``:
             ``PAIR_SHARE·ρ``, taken before the split; relviz's addition), else 0.
-        n_pairs: The most pair margins released (``pair_margins``); the run spends
-            ``rho_pairs`` over those it keeps (docs §5.10).
+        n_pairs: The pair margins released (``pair_margins``, at most the ``(h − 1)·a``
+            candidates): ``rho_pair_select`` chooses them (one release of every candidate's
+            score), the rest of ``rho_pairs`` measures them (docs §5.10).
     """
 
     rho: Fraction
@@ -433,15 +457,32 @@ class FKPlan:
         return self.rho_children / (self.h - 1) if self.rho_children else Fraction(0)
 
     @property
+    def rho_pair_select(self) -> Fraction:
+        """ρ of choosing the pairs (:data:`PAIR_SELECT_SHARE` of ``rho_pairs``; 0 when every
+        candidate pair is planned, so there is nothing to choose)."""
+        if not self.n_pairs or self.n_pairs >= (self.h - 1) * self.a:
+            return Fraction(0)
+        return self.rho_pairs * PAIR_SELECT_SHARE
+
+    @property
+    def sigma_pair_scores(self) -> float:
+        """σ of each of the ``(h − 1)·a`` candidate pairs' scores, released as one vector
+        (∞ without a choice)."""
+        return _sigma(self.sens.score, (self.h - 1) * self.a, self.rho_pair_select) \
+            if self.rho_pair_select else math.inf
+
+    @property
     def sigma_pairs(self) -> float:
         """σ of each pair margin when all ``n_pairs`` are kept (∞ without them; fewer kept
-        margins get less noise, docs §5.10)."""
-        return _sigma(self.sens.children, self.n_pairs, self.rho_pairs) if self.rho_pairs \
-            else math.inf
+        share the same ρ, so less noise, docs §5.10)."""
+        return _sigma(self.sens.children, self.n_pairs, self.rho_pairs - self.rho_pair_select) \
+            if self.rho_pairs else math.inf
 
     def rho_pair_each(self, kept: int) -> Fraction:
-        """ρ of one pair margin when ``kept`` (1…``n_pairs``) are released."""
-        return self.rho_pairs / kept if (self.rho_pairs and kept) else Fraction(0)
+        """ρ of one pair margin when ``kept`` (1…``n_pairs``) are released: what the choice
+        leaves of ``rho_pairs``, shared."""
+        return (self.rho_pairs - self.rho_pair_select) / kept if (self.rho_pairs and kept) \
+            else Fraction(0)
 
     def sigma_pair_each(self, kept: int) -> float:
         """σ of one pair margin when ``kept`` (1…``n_pairs``) are released (∞ without them)."""

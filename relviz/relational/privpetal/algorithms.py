@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations, permutations
+from statistics import NormalDist
 
 import numpy as np
 
@@ -63,6 +64,12 @@ from relviz.relational.privpetal.npm import (
     key_name,
     rscore_pairs,
 )
+
+PAIR_LEVEL = 0.05
+"""``pair_margins``' threshold level: a pair is measured only when its noisy score clears the
+``1 − PAIR_LEVEL/q`` normal quantile times the scores' σ (Bonferroni over the ``q`` candidates:
+with no association anywhere, some pair clears it with probability at most ``PAIR_LEVEL``;
+docs/methods/privpetal.md §5.10)."""
 
 __all__ = ["Params", "RScores", "FKFit", "Conditional", "fit_fk", "cfs_select", "cfs_score",
            "next_attribute", "context_for", "npm_query_post", "maximal"]
@@ -351,11 +358,15 @@ class FKFit:
     margins: list[np.ndarray] | None = None
     children: list[np.ndarray] | None = None
     pair_margins: dict[tuple[int, int], np.ndarray] | None = None
+    pair_picks: list[tuple[str, str]] | None = None
+    """``pair_margins``: the (household column, child column) names of the released pair
+    margins, best score first."""
     pair_scores: list[tuple[float, str, str]] | None = None
-    """``pair_margins``: every (household column, child column) pair's evidence ``z`` on the
-    released R-scores (``_Run.pair_scores``) with the columns' names, largest first (what
-    chose the pairs; released values only)."""
+    """``pair_margins``: every candidate pair's released (noisy) score with the columns' names,
+    largest first (None when every candidate was planned, so none was scored)."""
     pair_sigma: dict[tuple[int, int], float] | None = None
+    """``pair_margins``: each released pair margin's noise σ (counts), for pooling at sampling
+    (docs §5.10)."""
 
 
 # -- one FK ----------------------------------------------------------------------------------------
@@ -382,7 +393,8 @@ class _Run:
         self.store = NPMStore(self.N)
         self.queries = 0
         self.refine_carry = Fraction(0)  # refining ρ a target did not release (docs §4.4)
-        self.pair_z: list[tuple[float, str, str]] | None = None  # pair_margins' evidence (§5.10)
+        self.pair_picks: list[tuple[str, str]] | None = None  # pair_margins' picks (§5.10)
+        self.pair_scores: list[tuple[float, str, str]] | None = None  # … and released scores
         self.pair_sigma: dict[tuple[int, int], float] | None = None  # each pair margin's σ
         # Alg. 5 steps (3)/(4) that released no NPM: {step: (usefulness limit L, cells of the
         # smallest candidate)}; reported by :meth:`run` (docs/methods/privpetal.md §7)
@@ -986,33 +998,60 @@ class _Run:
                      self.idom, N, hmodel, conds, self.R, len(self.store.entries), self.queries,
                      p.sampling, n_null, self.imodel, bool(p.size_raking), p.size_calibration,
                      bool(p.column_calibration), margins, children, pair_margins,
-                     self.pair_z, self.pair_sigma)
+                     self.pair_picks, self.pair_scores, self.pair_sigma)
 
-    def pair_scores(self) -> list[tuple[float, int, int]]:
-        """``(z, j, k)`` for every pair of a household column ``j`` and a child column ``k``:
-        ``z = (R̃(H_j, I_1.k) − null_rscore) / σ_R``, the evidence of an association on the
-        released R-scores (:meth:`evidence`, the gate's statistic, docs §5.7), largest first. Post-processing."""
-        if self.sigma_R() <= 0:
-            return []
-        out = [(self.evidence(("H", j), ("I", 1, k)), j, k)
-               for j in range(len(self.hdom)) for k in range(len(self.idom))]
-        return sorted((t for t in out if t[0] is not None), key=lambda t: (-t[0], t[1], t[2]))
+    def determines(self, j0: int, j: int) -> bool:
+        """A public parent's column ``j0`` determines its column ``j`` (each value of ``j0``
+        occurs with one value of ``j`` in the public table; TPC-H: ``p_brand`` determines
+        ``p_mfgr``), so a released pair margin of ``j0`` with a child column implies ``j``'s.
+        False for a private parent (its table is not public). docs §5.10."""
+        if self.public_hcodes is None or j0 == j:
+            return j0 == j
+        pairs = np.unique(self.public_hcodes[:, j0].astype(np.int64) * self.hdom[j]
+                          + self.public_hcodes[:, j])
+        return len(pairs) == len(np.unique(self.public_hcodes[:, j0]))
 
     def release_pair_margins(self) -> dict[tuple[int, int], np.ndarray]:
-        """``pair_margins`` (relviz's addition, docs §5.10): the pairs of a household and a
-        child column whose :meth:`pair_scores` reach ``inter_z`` (2 when the gate is off), at most
-        ``plan.n_pairs``, or the single best if none does, each released as the children's
-        two-way histogram at ``plan.rho_pairs / kept`` (the step spends its planned ρ; the
-        choice reads released R-scores and ``ñ`` only). Returns them as released (noisy counts,
-        not clamped) and keeps each one's σ in ``pair_sigma``."""
+        """``pair_margins`` (relviz's addition, docs §5.10): at most ``plan.n_pairs`` pairs of
+        a household and a child column, those with the largest released scores (one Gaussian
+        release of every candidate's,
+        :meth:`~relviz.relational.privpetal.npm.PrivateFK.release_pair_scores` at
+        ``plan.rho_pair_select``) that clear ``Φ⁻¹(1 − PAIR_LEVEL/q)·σ_score``, skipping a pair
+        whose parent column a kept pair's determines on the same child column
+        (:meth:`determines`, public data); the single best when none clears it, every candidate
+        when all are planned. Each is released as the children's two-way histogram at
+        ``plan.rho_pair_each(kept)``, so the step spends its planned ρ. Returns them as released
+        (noisy counts, not clamped) and keeps each one's σ in ``pair_sigma``."""
         plan = self.plan
-        scores = self.pair_scores()
-        self.pair_z = [(z, self.hnames[j], self.inames[k]) for z, j, k in scores]
-        if not scores:
+        cand = [(j, k) for j in range(len(self.hdom)) for k in range(len(self.idom))]
+        if not cand or not plan.n_pairs:
             return {}
-        z = 2.0 if self.p.inter_z is None else float(self.p.inter_z)
-        kept = [(j, k) for s, j, k in scores if s >= z][: plan.n_pairs] or [scores[0][1:]]
-        names = [f"{self.hnames[j]} × {self.inames[k]}" for j, k in kept]
+        kept = cand
+        if plan.rho_pair_select > 0:
+            total = float(np.arange(self.N + 1) @ self.n_noisy)  # released children in groups
+            scores = self.priv.release_pair_scores(
+                self.budget, cand, rho=plan.rho_pair_select, sensitivity_each=plan.sens.score,
+                total=total, label=f"relviz: parent–child pair scores ({len(cand)} candidates)",
+                source=SOURCE + " (relviz's pair_margins addition)")
+            # post-processing: the best scores above the public threshold (the largest of q
+            # null draws stays below it with probability 1 − PAIR_LEVEL), skipping pairs a kept
+            # one implies; the single best when none clears it (the step spends its plan)
+            cut = NormalDist().inv_cdf(1.0 - PAIR_LEVEL / len(cand)) * plan.sigma_pair_scores
+            order = np.argsort(-scores, kind="stable")
+            kept = []
+            for q in order:
+                if scores[q] < cut:
+                    break
+                j, k = cand[int(q)]
+                if not any(k == k0 and self.determines(j0, j) for j0, k0 in kept):
+                    kept.append((j, k))
+                if len(kept) == plan.n_pairs:
+                    break
+            kept = kept or [cand[int(order[0])]]
+            self.pair_scores = sorted(((float(s), self.hnames[j], self.inames[k])
+                                       for s, (j, k) in zip(scores, cand)), key=lambda t: -t[0])
+        self.pair_picks = [(self.hnames[j], self.inames[k]) for j, k in kept]
+        names = [f"{a} × {b}" for a, b in self.pair_picks]
         self.rep(0.04, f"relviz: {len(kept)} parent–child pair margins ({', '.join(names)})")
         rho_each = plan.rho_pair_each(len(kept))
         noisy = self.priv.release_pair_margins(

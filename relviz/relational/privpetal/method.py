@@ -333,11 +333,13 @@ class PrivPetal(Params):
             noisy NPMs of several household columns at once (TPC-H: order year with two other
             order columns), which a count of the children per year alone measures more
             precisely. Default False.
-        pair_margins: Release up to this many two-way histograms of the children over
-            (a parent column, a child column): the pairs whose released R-scores clear the
-            independence bound by ``inter_z`` σ_R (2 when ``inter_z`` is None; the best one if
-            none does), together ``PAIR_SHARE`` of the FK's ρ taken before the split
-            (sensitivity: the children per parent value's), and rake every slot's column of
+        pair_margins: Release at most this many two-way histograms of the children over (a
+            parent column, a child column), together ``PAIR_SHARE`` of the FK's ρ taken before
+            the split: the pairs with the largest scores in one Gaussian release of every
+            candidate's (``PAIR_SELECT_SHARE`` of that ρ; how far the children's own pair
+            histogram is from independence) among those clearing a Bonferroni threshold
+            (``PAIR_LEVEL``; the single best if none does), the histograms measured with the children per
+            parent value's sensitivity; and rake every slot's column of
             that child column so that its relation with the parent column is the released one
             (:func:`calibrated_column_probs`; relviz's addition, docs §5.10). An NPM that holds a
             large public parent attribute with a child column is rarely λ-useful (TPC-H's
@@ -580,7 +582,8 @@ class PrivPetal(Params):
         ``σ_M`` and ``σ_h`` (with ``k`` candidates) of docs §4.3, and for a nullable FK the σ of
         the null-children count, with ``child_margins`` the σ of each child column's
         one-way histogram and with ``parent_children`` that of each parent column's histogram
-        of children, with ``pair_margins`` that of each pair margin (relviz's additions); for a
+        of children, with ``pair_margins`` that of the candidate pairs' scores and of each pair
+        margin (relviz's additions); for a
         stand-alone table, its mechanism's. The
         PrivMRF-sub, intra-group and refining σ's (and the inter-relational one with
         ``inter_z``) are upper bounds: a step that makes fewer queries than planned spreads its ρ
@@ -614,8 +617,9 @@ class PrivPetal(Params):
                "relviz: children with a null FK σ": plan.sigma_null,
                f"relviz: children's one-way marginals σ (each of {plan.a})": plan.sigma_margins,
                f"relviz: children per parent value σ (each of {plan.h - 1})": plan.sigma_children,
-               f"relviz: parent–child pair margins σ (each of at most {plan.n_pairs}; fewer kept "
-               "share the same ρ)": plan.sigma_pairs}
+               f"relviz: parent–child pair scores σ (each of {(plan.h - 1) * plan.a} candidates, "
+               f"one vector; the best {plan.n_pairs} are measured)": plan.sigma_pair_scores,
+               f"relviz: parent–child pair margins σ (each of {plan.n_pairs})": plan.sigma_pairs}
         return {k: v for k, v in out.items() if math.isfinite(v)}
 
     # -- fit: Algorithm 4 ----------------------------------------------------------------------

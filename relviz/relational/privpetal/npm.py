@@ -45,6 +45,7 @@ from itertools import permutations
 import numpy as np
 
 from relviz.privacy.budget import Budget
+from relviz.relational.privpetal.accounting import MEAN_ABS
 
 __all__ = ["Key", "Var", "SIZE", "canonical", "key_dims", "key_D", "key_name", "instances",
            "GroupIndex", "PrivateFK", "NPMStore", "Entry", "sub_keys", "perm_count",
@@ -383,6 +384,42 @@ class PrivateFK:
         return self._release_histograms(budget, lambda q: self._pair_counts(*pairs[q]), names,
                                         rho_each=rho_each, sensitivity=sensitivity, source=source,
                                         label="relviz: parent–child pair margin of")
+
+    def release_pair_scores(self, budget: Budget, candidates: Sequence[tuple[int, int]], *,
+                            rho: Fraction, sensitivity_each: float, total: float, label: str,
+                            source: str = "") -> np.ndarray:
+        """For each ``(j, k)`` of ``candidates`` (household column, child column), how far the
+        children's two-way histogram ``N`` over (their parent's ``j``, their own ``k``) is from
+        independence, ``‖N − r·cᵀ/n‖₁ − √(2/π)·√(cells·total)``, plus ``N(0, σ²)``: one Gaussian
+        release of the whole vector at ρ ``rho`` (``pair_margins``' choice; relviz's addition,
+        not in [P]: docs/methods/privpetal.md §5.10). The penalty is the expected L1 distance
+        of independent columns with uniform margins over ``total`` children (public: ``total``
+        is released), so that large domains do not win on sampling noise. Adding or removing
+        one child row moves each score by less than 4
+        (:attr:`~relviz.relational.privpetal.accounting.FKSensitivity.score` scales that to the
+        privacy unit as ``sensitivity_each``); the vector's L2 sensitivity is
+        ``√q·sensitivity_each`` for ``q`` candidates.
+
+        Returns:
+            float64 array, shape ``(len(candidates),)``, in children (noisy scores).
+        """
+        cand = list(candidates)
+        with self._charged():
+            self._check()
+            kids = np.flatnonzero(self._in_group)
+            hc = {j: self._h[self._parent[kids], j] for j in {j for j, _ in cand}}
+            ic = {k: self._i[kids, k] for k in {k for _, k in cand}}
+            exact = np.empty(len(cand))
+            for q, (j, k) in enumerate(cand):
+                dj, dk = self.hdom[j], self.idom[k]
+                n = np.bincount(hc[j] * dk + ic[k], minlength=dj * dk).astype(np.float64) \
+                    .reshape(dj, dk)
+                tot = n.sum()
+                pred = np.outer(n.sum(axis=1), n.sum(axis=0)) / tot if tot > 0 else n
+                exact[q] = float(np.abs(n - pred).sum()) - MEAN_ABS * math.sqrt(n.size * max(total, 0.0))
+            noisy, _ = budget.gaussian(exact, rho=rho, sensitivity=sensitivity_each * math.sqrt(len(cand)),
+                                       label=label, source=source or SOURCE, integer=False)
+        return np.asarray(noisy, dtype=np.float64)
 
     def _release_histograms(self, budget: Budget, exact: Callable[[int], np.ndarray],
                             names: Sequence[str], *, rho_each: Fraction, sensitivity: float,
