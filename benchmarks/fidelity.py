@@ -242,9 +242,10 @@ CHILDREN_GUARDS = {"parent_children": True}
 generates), the children per parent value released and Algorithm 4's sizes tilted to them
 (docs/methods/privpetal.md §5.9)."""
 PAIR_GUARDS = {"pair_margins": 3}
-"""``--setup guarded-pairs``: on every FK PrivPetal models, three parent–child pair margins
-counted per child, the best of one noisy release of every candidate pair's per-child score, and
-every slot's column raked to them (docs/methods/privpetal.md §5.10)."""
+"""``--setup guarded-pairs``: on every FK PrivPetal models, up to three parent–child pair
+margins counted per child, the best of one noisy release of every candidate pair's per-child
+score above a Bonferroni threshold, and every slot's column raked to them
+(docs/methods/privpetal.md §5.10)."""
 DEFAULT_EPS = (0.5, 1.0, 4.0)
 PAPER_EPS = (0.2, 0.4, 0.8, 1.6, 3.2)
 DEFAULT_MECHANISMS = ("mst",)

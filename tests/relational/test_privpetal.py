@@ -2831,7 +2831,7 @@ def test_pair_margins_release_ledger_and_noise_scales(pairs_fit) -> None:  # noq
     assert rel[0].rho == p.rho_pairs and rel[0].sensitivity == p.sens.children == 1.0
     assert rel[0].sigma == pytest.approx(p.sigma_pairs, rel=1e-9)
     scales = method.noise_scales(db.schema, comp, rho, multipliers=mult)
-    key = "relviz: parent–child pair margins σ (each of 1)"  # one candidate: no choice
+    key = "relviz: parent–child pair margins σ (each of at most 1; fewer kept share the same ρ)"
     assert scales[key] == pytest.approx(p.sigma_pairs)
     _check_release_costs(p, [e for e in synth.ledger_ if e.component == fk])
     assert synth.accountant_.spent(fk) <= rho
@@ -3038,14 +3038,15 @@ def test_pair_scores_sigma_in_the_budget_panel() -> None:
         p = me.for_component(comp)._fk_plan(schema, fk, rho, mult)[0]
         q = (p.h - 1) * p.a
         scales = me.noise_scales(schema, comp, rho, multipliers=mult)
-        key = (f"relviz: parent–child pair scores σ (each of {q} candidates, one vector; the best "
-               f"{p.n_pairs} are measured)")
+        key = (f"relviz: parent–child pair scores σ (each of {q} candidates, one vector; at most "
+               f"{p.n_pairs} above the threshold are measured)")
         if m == 1:
             assert q > 1 and p.sens.score == 4.0 * mult.table_score(fk.child)
             assert scales[key] == pytest.approx(p.sens.score * math.sqrt(q / (2 * float(p.rho_pair_select))))
         else:
             assert p.n_pairs == q and key not in scales
-        assert scales[f"relviz: parent–child pair margins σ (each of {p.n_pairs})"] == \
+        assert scales[f"relviz: parent–child pair margins σ (each of at most {p.n_pairs}; fewer "
+                      "kept share the same ρ)"] == \
             pytest.approx(p.sigma_pairs)
 
 

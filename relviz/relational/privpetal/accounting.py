@@ -71,10 +71,11 @@ row that changes its values moves its ``≤ τ`` children together (√2·τ): `
 self-referential FK).
 
 **Parent–child pair margins (relviz's addition, not in [P]; docs §5.10).** With
-``pair_margins = m`` the FK releases, for ``m`` pairs of a household (parent) column and a
+``pair_margins = m`` the FK releases, for up to ``m`` pairs of a household (parent) column and a
 child column, the two-way histogram of the children in groups over (their parent's value, their
 own value), from a :data:`PAIR_SHARE` of the FK's ρ taken before the split. The pairs are chosen
-first, the ``m`` best of one Gaussian release of every candidate pair's score
+first, the ``m`` best of one Gaussian release of every candidate pair's score that clear a
+Bonferroni threshold (the single best when none does)
 (:data:`PAIR_SELECT_SHARE` of that ρ; a Gaussian release keeps PrivPetal's plans Gaussian-only,
 so [P] Thm 5.2's accounting still applies, where an exponential mechanism would not). A score is
 the L1 distance of the pair's histogram ``N`` (children × (parent value, own value)) from

@@ -618,8 +618,10 @@ class PrivPetal(Params):
                f"relviz: children's one-way marginals σ (each of {plan.a})": plan.sigma_margins,
                f"relviz: children per parent value σ (each of {plan.h - 1})": plan.sigma_children,
                f"relviz: parent–child pair scores σ (each of {(plan.h - 1) * plan.a} candidates, "
-               f"one vector; the best {plan.n_pairs} are measured)": plan.sigma_pair_scores,
-               f"relviz: parent–child pair margins σ (each of {plan.n_pairs})": plan.sigma_pairs}
+               f"one vector; at most {plan.n_pairs} above the threshold are measured)":
+                   plan.sigma_pair_scores,
+               f"relviz: parent–child pair margins σ (each of at most {plan.n_pairs}; fewer kept "
+               "share the same ρ)": plan.sigma_pairs}
         return {k: v for k, v in out.items() if math.isfinite(v)}
 
     # -- fit: Algorithm 4 ----------------------------------------------------------------------
