@@ -476,8 +476,7 @@ class FKPlan:
     def sigma_pairs(self) -> float:
         """σ of each pair margin when all ``n_pairs`` are kept (∞ without them; fewer kept
         share the same ρ, so less noise, docs §5.10)."""
-        return _sigma(self.sens.children, self.n_pairs, self.rho_pairs - self.rho_pair_select) \
-            if self.rho_pairs else math.inf
+        return self.sigma_pair_each(self.n_pairs)
 
     def rho_pair_each(self, kept: int) -> Fraction:
         """ρ of one pair margin when ``kept`` (1…``n_pairs``) are released: what the choice

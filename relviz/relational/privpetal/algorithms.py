@@ -396,6 +396,7 @@ class _Run:
         self.pair_picks: list[tuple[str, str]] | None = None  # pair_margins' picks (§5.10)
         self.pair_scores: list[tuple[float, str, str]] | None = None  # … and released scores
         self.pair_sigma: dict[tuple[int, int], float] | None = None  # each pair margin's σ
+        self._determines: dict[tuple[int, int], bool] = {}  # :meth:`determines`, memoised
         # Alg. 5 steps (3)/(4) that released no NPM: {step: (usefulness limit L, cells of the
         # smallest candidate)}; reported by :meth:`run` (docs/methods/privpetal.md §7)
         self.starved: dict[str, tuple[float, int]] = {}
@@ -1007,9 +1008,11 @@ class _Run:
         False for a private parent (its table is not public). docs §5.10."""
         if self.public_hcodes is None or j0 == j:
             return j0 == j
-        pairs = np.unique(self.public_hcodes[:, j0].astype(np.int64) * self.hdom[j]
-                          + self.public_hcodes[:, j])
-        return len(pairs) == len(np.unique(self.public_hcodes[:, j0]))
+        if (j0, j) not in self._determines:  # one pass over the public table per column pair
+            pairs = np.unique(self.public_hcodes[:, j0].astype(np.int64) * self.hdom[j]
+                              + self.public_hcodes[:, j])
+            self._determines[(j0, j)] = len(pairs) == len(np.unique(self.public_hcodes[:, j0]))
+        return self._determines[(j0, j)]
 
     def release_pair_margins(self) -> dict[tuple[int, int], np.ndarray]:
         """``pair_margins`` (relviz's addition, docs §5.10): at most ``plan.n_pairs`` pairs of
