@@ -1958,8 +1958,52 @@ an independence bound of about 200);
     assert above <= 4
 
 
+def _npm_vars(label: str) -> frozenset:
+    """The variables of a ledger label ``"… NPM {size, H.h0, I_a.i1}"`` of a ``_gate_run``."""
+    names = label.split("NPM {")[1].rstrip("}").split(", ")
+    out = [SIZE]
+    for x in names[1:]:
+        side, attr = x.split(".")
+        k = int(attr[1:])
+        out.append(("H", k) if side == "H" else ("I", "abcdefgh".index(side[2]) + 1, k))
+    return frozenset(out)
+
+
+def test_refining_gate_drops_noise_candidates_and_keeps_the_planted_one() -> None:
+    """``refine_z`` (docs §5.7): Algorithm 2 Phase B considers a new candidate holding parent
+    and child columns only if its support reaches ``refine_z``.
+    * No association (5 seeds): without the gate the refining targets measure such NPMs (their
+      h-scores rank noise: more than 10 over the seeds); with it, every one measured has a pair
+      whose support is at least 2, and there are at most a fourth as many.
+    * Planted household→member association: on every seed the gate still lets a refining NPM
+      holding that pair (``H.h0`` with a member's ``i0``) be measured.
+    * Ledger: on every run Algorithm 2's releases plus the ρ carried past the last target are
+      exactly ``J·ρ_target`` (what a gated target does not release passes on; nothing above the
+      plan), so the gate never overspends (docs §4.4)."""
+    mixed: dict = {}
+    for planted in (False, True):
+        for z in (None, 2.0):
+            for seed in range(5):
+                run, a = _gate_run(_gate_fk(seed, planted=planted)[0], seed)
+                run.p = replace(run.p, refine_z=z)
+                run.run()
+                alg2 = [e for e in a.ledger if e.label.startswith("Alg. 2")]
+                assert sum(e.rho for e in alg2) + run.refine_carry == run.plan.J * run.plan.rho_target
+                sets = [_npm_vars(e.label) for e in alg2 if "line 10" in e.label]
+                sets = [s for s in sets if any(v[0] == "H" for v in s) and any(v[0] == "I" for v in s)]
+                mixed.setdefault((planted, z), []).append(sets)
+                if z is not None:
+                    assert all(run.support(s) >= z for s in sets), [run.support(s) for s in sets]
+                if planted and z is not None:
+                    assert any(("H", 0) in s and any(v[0] == "I" and v[2] == 0 for v in s)
+                               for s in sets), sets
+    free = sum(len(x) for x in mixed[(False, None)])
+    gated = sum(len(x) for x in mixed[(False, 2.0)])
+    assert free > 10 and gated <= free / 4, (free, gated)
+
+
 def test_gate_parameter_and_noise_preview() -> None:
-    """``inter_z``: a negative or infinite threshold is refused in words; ``None`` is the paper
+    """``inter_z`` and ``refine_z``: a negative or infinite threshold is refused in words; ``None`` is the paper
     (every pick at the planned ρ); the Budget panel's σ_inter says it is an upper bound under the
     gate and does not under ``None``."""
     from relviz.errors import ParameterError
@@ -1968,6 +2012,8 @@ def test_gate_parameter_and_noise_preview() -> None:
     for bad in (-1.0, math.inf, math.nan):
         with pytest.raises(ParameterError, match="inter_z"):
             PrivPetal(inter_z=bad)
+        with pytest.raises(ParameterError, match="refine_z"):
+            PrivPetal(refine_z=bad)
     db = household_db(200, seed=0)
     fk = Plan.default(db.schema, 1.0, 1e-6, method="privpetal").edges[0]
     keys = list(PrivPetal().noise_scales(db.schema, fk, Fraction(1, 10), multipliers=multipliers(db.schema)))

@@ -103,6 +103,7 @@ class Params:
     slice_weights: str = "noise"
     device: str = "auto"
     inter_z: float | None = 2.0
+    refine_z: float | None = 2.0
     size_raking: bool = False
     debias_stored_h: bool = False
     public_margins: bool = False
@@ -695,6 +696,20 @@ class _Run:
         kept = [s for s, v in zip(picks, zs) if v >= z]
         return kept or [picks[int(np.argmax(zs))]]
 
+    def refine_supported(self, s: frozenset) -> bool:
+        """Whether Algorithm 2 Phase B may consider the new candidate ``s`` (docs §5.7, the
+        refining gate): a candidate holding both a household (parent) and an individual (child)
+        column needs :meth:`support` at least ``refine_z``; a candidate of one side only, a run
+        with ``refine_z=None`` (the paper) or one without released R-scores always may.
+        Post-processing of the noisy R-scores and ``ñ``; a target left with fewer candidates
+        passes the ρ it does not release on (docs §4.4)."""
+        z = self.p.refine_z
+        if z is None or self.sigma_R() <= 0:
+            return True
+        if not (any(v[0] == "H" for v in s) and any(v[0] == "I" for v in s)):
+            return True
+        return self.support(s) >= z
+
     # Algorithm 5 -------------------------------------------------------------------------
     def init_store(self) -> Model:
         h1, a = len(self.hdom), len(self.idom)
@@ -870,7 +885,7 @@ class _Run:
                 key = canonical(list(s))[0]
                 if key_D(key) > self.plan.o or key in existing_keys or self.store.measured(key):
                     continue
-                if self.cells_useful(s) < limit:
+                if self.cells_useful(s) < limit and self.refine_supported(s):
                     new.append(s)
             for rnd, r_t in enumerate(schedule(self.plan.t2, 10)):
                 pool = [s for s in new if s not in measured and

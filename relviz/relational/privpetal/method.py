@@ -256,6 +256,11 @@ class PrivPetal(Params):
             has a noisy R-score at least ``inter_z`` σ_R above what independence gives, else
             only the best-supported pick is; the step's whole ρ goes to what is kept. ``None``:
             every pick at the planned ρ (the paper).
+        refine_z: The same evidence test on Algorithm 2 Phase B (relviz's addition, docs §5.7):
+            a new refining candidate that holds both parent and child columns is considered only
+            if one of its parent–child pairs has a noisy R-score at least ``refine_z`` σ_R above
+            what independence gives; a target left with fewer candidates passes its unspent ρ
+            on to the next targets (docs §4.4). ``None``: every λ-useful candidate (the paper).
         split_above: Attributes with more codes are modelled as two digits (None: never),
             except the categorical attributes of public tables, kept whole: their codes have no
             order, so a digit would group unrelated categories and cut their association with
@@ -401,8 +406,10 @@ class PrivPetal(Params):
                                  "size_calibration must be True, False or 'variables'")
         if self.slice_lam is not None and not (math.isfinite(self.slice_lam) and self.slice_lam > 0):
             raise ParameterError("slice_lam", "slice_lam must be None or a finite number > 0")
-        if self.inter_z is not None and not (math.isfinite(self.inter_z) and self.inter_z >= 0):
-            raise ParameterError("inter_z", "inter_z must be None or a finite number ≥ 0")
+        for name in ("inter_z", "refine_z"):
+            z = getattr(self, name)
+            if z is not None and not (isinstance(z, (int, float)) and math.isfinite(z) and z >= 0):
+                raise ParameterError(name, f"{name} must be None or a finite number ≥ 0")
         if self.split_above is not None and (int(self.split_above) != self.split_above
                                              or self.split_above < 10):
             raise ParameterError("split_above", "split_above must be None or an integer ≥ 10")
