@@ -1974,13 +1974,15 @@ def test_refining_gate_drops_noise_candidates_and_keeps_the_planted_one() -> Non
     and child columns only if its support reaches ``refine_z``.
     * No association (5 seeds): without the gate the refining targets measure such NPMs (their
       h-scores rank noise: more than 10 over the seeds); with it, every one measured has a pair
-      whose support is at least 2, and there are at most a fourth as many.
+      whose support is at least 2, there are at most a fourth as many, and the run counts the
+      candidates it held back (``refine_held``, reported when the fit ends).
     * Planted household→member association: on every seed the gate still lets a refining NPM
       holding that pair (``H.h0`` with a member's ``i0``) be measured.
     * Ledger: on every run Algorithm 2's releases plus the ρ carried past the last target are
       exactly ``J·ρ_target`` (what a gated target does not release passes on; nothing above the
       plan), so the gate never overspends (docs §4.4)."""
     mixed: dict = {}
+    held: dict = {}
     for planted in (False, True):
         for z in (None, 2.0):
             for seed in range(5):
@@ -1992,6 +1994,7 @@ def test_refining_gate_drops_noise_candidates_and_keeps_the_planted_one() -> Non
                 sets = [_npm_vars(e.label) for e in alg2 if "line 10" in e.label]
                 sets = [s for s in sets if any(v[0] == "H" for v in s) and any(v[0] == "I" for v in s)]
                 mixed.setdefault((planted, z), []).append(sets)
+                held.setdefault((planted, z), []).append(run.refine_held)
                 if z is not None:
                     assert all(run.support(s) >= z for s in sets), [run.support(s) for s in sets]
                 if planted and z is not None:
@@ -2000,6 +2003,7 @@ def test_refining_gate_drops_noise_candidates_and_keeps_the_planted_one() -> Non
     free = sum(len(x) for x in mixed[(False, None)])
     gated = sum(len(x) for x in mixed[(False, 2.0)])
     assert free > 10 and gated <= free / 4, (free, gated)
+    assert sum(held[(False, None)]) == 0 and sum(held[(False, 2.0)]) > 0, held
 
 
 def test_gate_parameter_and_noise_preview() -> None:

@@ -394,6 +394,7 @@ class _Run:
         self.store = NPMStore(self.N)
         self.queries = 0
         self.refine_carry = Fraction(0)  # refining ρ a target did not release (docs §4.4)
+        self.refine_held = 0  # Phase B candidates the refining gate held back (docs §5.7)
         self.pair_picks: list[tuple[str, str]] | None = None  # pair_margins' picks (§5.10)
         self.pair_scores: list[tuple[float, str, str]] | None = None  # … and released scores
         self.pair_sigma: dict[tuple[int, int], float] | None = None  # each pair margin's σ
@@ -681,10 +682,11 @@ class _Run:
 
     def evidence(self, u: Var, v: Var) -> float | None:
         """``(R̃(u, v) − null_rscore(u, v)) / σ_R`` of a household and an individual variable,
-        None where the pair has no released base R-score (docs §5.7). Post-processing."""
+        None where the pair has no released base R-score or no R-score was released at all
+        (docs §5.7). Post-processing."""
         pair, _ = self.R.base(u, v)
         i = self.R.index.get(pair)
-        if i is None:
+        if i is None or self.sigma_R() <= 0:
             return None
         return (float(self.R.noisy[i]) - self.null_rscore(u, v)) / self.sigma_R()
 
@@ -708,7 +710,10 @@ class _Run:
             return True
         if not (any(v[0] == "H" for v in s) and any(v[0] == "I" for v in s)):
             return True
-        return self.support(s) >= z
+        if self.support(s) >= z:
+            return True
+        self.refine_held += 1
+        return False
 
     # Algorithm 5 -------------------------------------------------------------------------
     def init_store(self) -> Model:
@@ -994,7 +999,11 @@ class _Run:
                 conds.append(self.build(t, syn, j, refine=j <= plan.J))
                 syn.append(t)
                 done += 1
-        self.rep(1.0, f"fitted ({self.queries} NPM queries, {len(self.store.entries)} stored NPMs)")
+        held = (f"; the refining gate held back {self.refine_held} candidates with parent and "
+                f"child columns, ρ {float(self.refine_carry):.3g} left unreleased (docs §5.7)"
+                if self.refine_held else "")
+        self.rep(1.0, f"fitted ({self.queries} NPM queries, {len(self.store.entries)} stored NPMs"
+                      f"{held})")
         if a and self.starved:
             names = list(self.starved)
             which = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
