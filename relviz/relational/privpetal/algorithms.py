@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import warnings
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations, permutations
@@ -75,6 +75,13 @@ __all__ = ["Params", "RScores", "FKFit", "Conditional", "fit_fk", "cfs_select", 
            "next_attribute", "context_for", "npm_query_post", "maximal"]
 
 SOURCE = "PrivPetal (Cai, Xiao & Yang, SIGMOD 2025)"
+
+
+def crosses(variables: Iterable[Var]) -> bool:
+    """Whether a candidate holds both a household (parent) and an individual (child) variable:
+    an inter-relational NPM (docs §3.4, §5.7)."""
+    vs = list(variables)
+    return any(v[0] == "H" for v in vs) and any(v[0] == "I" for v in vs)
 
 
 @dataclass(frozen=True)
@@ -708,7 +715,7 @@ class _Run:
         z = self.p.refine_z
         if z is None or self.sigma_R() <= 0:
             return True
-        if not (any(v[0] == "H" for v in s) and any(v[0] == "I" for v in s)):
+        if not crosses(s):
             return True
         if self.support(s) >= z:
             return True
@@ -745,7 +752,7 @@ class _Run:
             pool = hvars + ivars
             for r in range(2, self.p.k_max):
                 for t in combinations(pool, r):
-                    if not any(v[0] == "H" for v in t) or not any(v[0] == "I" for v in t):
+                    if not crosses(t):
                         continue
                     s = frozenset((SIZE,) + t)
                     if self.cells_useful(s) < limit and canonical(list(s))[0] not in self.store:

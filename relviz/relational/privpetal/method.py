@@ -45,6 +45,7 @@ A bare ``docs §N`` below is docs/methods/privpetal.md §N.
 from __future__ import annotations
 
 import math
+import numbers
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -408,7 +409,7 @@ class PrivPetal(Params):
             raise ParameterError("slice_lam", "slice_lam must be None or a finite number > 0")
         for name in ("inter_z", "refine_z"):
             z = getattr(self, name)
-            if z is not None and not (isinstance(z, (int, float)) and math.isfinite(z) and z >= 0):
+            if z is not None and not (isinstance(z, numbers.Real) and math.isfinite(z) and z >= 0):
                 raise ParameterError(name, f"{name} must be None or a finite number ≥ 0")
         if self.split_above is not None and (int(self.split_above) != self.split_above
                                              or self.split_above < 10):
