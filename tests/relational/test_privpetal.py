@@ -1958,6 +1958,40 @@ an independence bound of about 200);
     assert above <= 4
 
 
+def test_gate_without_keep_best_passes_the_step_to_the_refining_targets() -> None:
+    """``inter_keep_best=False`` (docs §5.7): when no Alg. 5 (3) pick passes the gate the step
+    measures nothing, and its whole ``ρ_inter`` joins the refining targets' carry, so Algorithm
+    2's releases plus the ρ left at the end are exactly ``J·ρ_target + ρ_inter`` (nothing above
+    the plan). Without an association that happens on most of 5 seeds (each of the 6 pairs'
+    supports behaves like a standard normal or lower; the default keeps the best pick there
+    instead, test above); with a planted one the planted pick is kept and measured as under the
+    default, with the step's whole ρ."""
+    none_kept = 0
+    for seed in range(5):
+        run, a = _gate_run(_gate_fk(seed, planted=False)[0], seed)
+        run.p = replace(run.p, inter_keep_best=False)
+        run.run()
+        inter = [e for e in a.ledger if e.label.startswith("Alg. 5 (3)")]
+        alg2 = sum(e.rho for e in a.ledger if e.label.startswith("Alg. 2"))
+        if inter:
+            assert sum(e.rho for e in inter) == run.plan.rho_inter
+            assert alg2 + run.refine_carry == run.plan.J * run.plan.rho_target
+            assert all(run.support(_npm_vars(e.label)) >= 2 for e in inter)
+        else:
+            none_kept += 1
+            assert run.inter_gated > 0
+            assert alg2 + run.refine_carry == run.plan.J * run.plan.rho_target + run.plan.rho_inter
+        assert a.spent() <= a.rho_total
+    assert none_kept >= 3, none_kept
+    run, a = _gate_run(_gate_fk(0, planted=True)[0], 0)
+    run.p = replace(run.p, inter_keep_best=False)
+    run.run()
+    inter = [e for e in a.ledger if e.label.startswith("Alg. 5 (3)")]
+    assert inter and sum(e.rho for e in inter) == run.plan.rho_inter
+    assert any("H.h0" in e.label and "I_a.i0" in e.label for e in inter), [e.label for e in inter]
+    assert run.inter_gated == 0
+
+
 def _npm_vars(label: str) -> frozenset:
     """The variables of a ledger label ``"… NPM {size, H.h0, I_a.i1}"`` of a ``_gate_run``."""
     names = label.split("NPM {")[1].rstrip("}").split(", ")
@@ -2007,7 +2041,8 @@ def test_refining_gate_drops_noise_candidates_and_keeps_the_planted_one() -> Non
 
 
 def test_gate_parameter_and_noise_preview() -> None:
-    """``inter_z`` and ``refine_z``: a negative or infinite threshold is refused in words; ``None`` is the paper
+    """``inter_z`` and ``refine_z``: a negative or infinite threshold is refused in words (and an
+    ``inter_keep_best`` that is not a bool); ``None`` is the paper
     (every pick at the planned ρ); the Budget panel's σ_inter says it is an upper bound under the
     gate and does not under ``None``."""
     from relviz.errors import ParameterError
@@ -2018,6 +2053,9 @@ def test_gate_parameter_and_noise_preview() -> None:
             PrivPetal(inter_z=bad)
         with pytest.raises(ParameterError, match="refine_z"):
             PrivPetal(refine_z=bad)
+    for bad in (None, 0, "no"):
+        with pytest.raises(ParameterError, match="inter_keep_best"):
+            PrivPetal(inter_keep_best=bad)
     db = household_db(200, seed=0)
     fk = Plan.default(db.schema, 1.0, 1e-6, method="privpetal").edges[0]
     keys = list(PrivPetal().noise_scales(db.schema, fk, Fraction(1, 10), multipliers=multipliers(db.schema)))

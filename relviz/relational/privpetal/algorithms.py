@@ -110,6 +110,7 @@ class Params:
     slice_weights: str = "noise"
     device: str = "auto"
     inter_z: float | None = 2.0
+    inter_keep_best: bool = True
     refine_z: float | None = 2.0
     size_raking: bool = False
     debias_stored_h: bool = False
@@ -402,6 +403,7 @@ class _Run:
         self.queries = 0
         self.refine_carry = Fraction(0)  # refining ρ a target did not release (docs §4.4)
         self.refine_held = 0  # Phase B candidates the refining gate held back (docs §5.7)
+        self.inter_gated = 0  # Alg. 5 (3) picks of which none passed the gate (docs §5.7)
         self.pair_picks: list[tuple[str, str]] | None = None  # pair_margins' picks (§5.10)
         self.pair_scores: list[tuple[float, str, str]] | None = None  # … and released scores
         self.pair_sigma: dict[tuple[int, int], float] | None = None  # each pair margin's σ
@@ -698,12 +700,14 @@ class _Run:
         return (float(self.R.noisy[i]) - self.null_rscore(u, v)) / self.sigma_R()
 
     def supported(self, picks: Sequence[frozenset], z: float) -> list[frozenset]:
-        """The CFS picks of Alg. 5 (3) whose :meth:`support` is at least ``z``, or, if none is,
-        the single best supported pick (docs §5.7). Post-processing of the noisy R-scores and
+        """The CFS picks of Alg. 5 (3) whose :meth:`support` is at least ``z``; if none is, the
+        single best supported pick with ``inter_keep_best``, else none (docs §5.7). Post-processing of the noisy R-scores and
         ``ñ``; the caller spends the step's whole ρ on what is kept."""
         zs = [self.support(s) for s in picks]
         kept = [s for s, v in zip(picks, zs) if v >= z]
-        return kept or [picks[int(np.argmax(zs))]]
+        if kept or not self.p.inter_keep_best:
+            return kept
+        return [picks[int(np.argmax(zs))]]
 
     def refine_supported(self, s: frozenset) -> bool:
         """Whether Algorithm 2 Phase B may consider the new candidate ``s`` (docs §5.7, the
@@ -762,9 +766,15 @@ class _Run:
             if self.p.inter_z is not None and picks and self.sigma_R() > 0:
                 m = len(picks)
                 picks = self.supported(picks, self.p.inter_z)
-                rho_q = self.plan.rho_inter / len(picks)  # the quarter over the kept picks
+                if picks:
+                    rho_q = self.plan.rho_inter / len(picks)  # the quarter over the kept picks
+                else:  # none passed: the step's ρ goes to the refining targets (docs §4.4)
+                    self.refine_carry += Fraction(self.plan.rho_inter)
+                    self.inter_gated = m
+                    self.starved.pop("inter-relational", None)
                 self.rep(0.2, f"Alg. 5 (3): {len(picks)} of {m} inter-relational picks kept by the "
-                              f"noise-aware gate (z ≥ {self.p.inter_z:g}, docs §5.7)")
+                              f"noise-aware gate (z ≥ {self.p.inter_z:g}, docs §5.7)"
+                              + ("" if picks else "; its ρ passes to Algorithm 2's refining targets"))
             for s in picks:
                 if self.npm_query(canonical(list(s))[0], rho_q, "Alg. 5 (3) inter-relational"):
                     self.starved.pop("inter-relational", None)
@@ -1006,9 +1016,12 @@ class _Run:
                 conds.append(self.build(t, syn, j, refine=j <= plan.J))
                 syn.append(t)
                 done += 1
-        held = (f"; the refining gate held back {self.refine_held} candidates with parent and "
-                f"child columns, ρ {float(self.refine_carry):.3g} left unreleased (docs §5.7)"
-                if self.refine_held else "")
+        held = (f"; none of Alg. 5 (3)'s {self.inter_gated} inter-relational picks passed the gate"
+                if self.inter_gated else "")
+        held += (f"; the refining gate held back {self.refine_held} candidates with parent and "
+                 f"child columns" if self.refine_held else "")
+        held += (f"; ρ {float(self.refine_carry):.3g} left unreleased (docs §5.7)"
+                 if held else "")
         self.rep(1.0, f"fitted ({self.queries} NPM queries, {len(self.store.entries)} stored NPMs"
                       f"{held})")
         if a and self.starved:

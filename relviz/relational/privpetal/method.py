@@ -255,8 +255,12 @@ class PrivPetal(Params):
         inter_z: The noise-aware gate of Algorithm 5 step (3) (relviz's addition, docs §5.7): a
             CFS-picked inter-relational NPM is queried only if one of its parent–child pairs
             has a noisy R-score at least ``inter_z`` σ_R above what independence gives, else
-            only the best-supported pick is; the step's whole ρ goes to what is kept. ``None``:
-            every pick at the planned ρ (the paper).
+            only the best-supported pick is (none with ``inter_keep_best=False``); the step's
+            whole ρ goes to what is kept. ``None``: every pick at the planned ρ (the paper).
+        inter_keep_best: With ``inter_z``, whether Algorithm 5 (3) still measures its single
+            best-supported pick when none passes the gate (relviz's addition, docs §5.7);
+            ``False`` measures none and passes the step's ρ to Algorithm 2's refining targets
+            (docs §4.4).
         refine_z: The same evidence test on Algorithm 2 Phase B (relviz's addition, docs §5.7):
             a new refining candidate that holds both parent and child columns is considered only
             if one of its parent–child pairs has a noisy R-score at least ``refine_z`` σ_R above
@@ -395,7 +399,7 @@ class PrivPetal(Params):
             raise ParameterError("lam", "lam and max_cells must be positive")
         if not (self.device in ("auto", "numpy", "cpu") or str(self.device).startswith("cuda")):
             raise ParameterError("device", "device must be 'auto', 'numpy', 'cpu' or 'cuda[:n]'")
-        for name in ("size_raking", "debias_stored_h", "public_margins", "public_usefulness",
+        for name in ("inter_keep_best", "size_raking", "debias_stored_h", "public_margins", "public_usefulness",
                      "column_calibration", "child_margins", "parent_children"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, f"{name} must be True or False")
