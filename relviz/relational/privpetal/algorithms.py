@@ -112,6 +112,7 @@ class Params:
     inter_z: float | None = 2.0
     inter_keep_best: bool = True
     refine_z: float | None = 2.0
+    size_z: float | None = None
     size_raking: bool = False
     debias_stored_h: bool = False
     public_margins: bool = False
@@ -404,6 +405,7 @@ class _Run:
         self.refine_carry = Fraction(0)  # refining ρ a target did not release (docs §4.4)
         self.refine_held = 0  # Phase B candidates the refining gate held back (docs §5.7)
         self.inter_gated = 0  # Alg. 5 (3) picks of which none passed the gate (docs §5.7)
+        self.size_gated: set[tuple] = set()  # household blocks the size gate made independent
         self.pair_picks: list[tuple[str, str]] | None = None  # pair_margins' picks (§5.10)
         self.pair_scores: list[tuple[float, str, str]] | None = None  # … and released scores
         self.pair_sigma: dict[tuple[int, int], float] | None = None  # each pair margin's σ
@@ -518,9 +520,12 @@ class _Run:
         return True
 
     # measurements ----------------------------------------------------------------------------
-    def measurement(self, axes: Sequence[Var], key: Key, lo: int, model: Model) -> Measurement | None:
+    def measurement(self, axes: Sequence[Var], key: Key, lo: int, model: Model,
+                    household: bool = False) -> Measurement | None:
         """The stored slices ``s ≥ lo`` of ``key`` as a measurement on the flattened variables
-        ``axes`` (one per key axis, ``size`` first), in the model's variable order."""
+        ``axes`` (one per key axis, ``size`` first), in the model's variable order;
+        ``household``: a measurement of Algorithm 5 (1)'s household model, which ``size_z``
+        gates (:meth:`size_gate`)."""
         e = self.store.get(key, lo)
         if e is None:
             return None
@@ -530,7 +535,69 @@ class _Run:
             mask = e.slice_weights()[lo:]
         else:  # the spec's unweighted loss: masked slices out
             mask = (~e.masked[lo:]).astype(np.float64)
+        if household and self.p.size_z is not None and e.direct and gl[0] == SIZE and len(gl) > 1:
+            y = self.size_gate(tuple(gl), y, e, lo, mask)
         return Measurement(tuple(gl), y, None if bool((mask == 1.0).all()) else mask)
+
+    def size_blocks(self, lo: int) -> list[list[int]]:
+        """The sizes ``s ≥ lo`` of one NPM release that share one noisy block: the merged sizes
+        (``merge_from…N``, as :meth:`npm_query` merges them) and every other size alone."""
+        merge = [s for s in range(self.p.merge_from, self.N + 1) if s >= lo] \
+            if self.p.merge_from is not None else []
+        if len(merge) == 1:
+            merge = []
+        return ([merge] if merge else []) + [[s] for s in range(lo, self.N + 1) if s not in merge]
+
+    def size_gate(self, vars_: tuple, y: np.ndarray, e: Entry, lo: int, mask: np.ndarray
+                  ) -> np.ndarray:
+        """The size gate (``size_z``, relviz's addition, docs §5.11) on a household-model
+        measurement of ``size`` and household columns ``T``: every independently noised block of
+        sizes whose noisy profile over ``T`` is consistent with ``T``'s own distribution (a
+        public parent's exact one, else the measurement's own pooled over its blocks) is
+        replaced by its total times that distribution, so the model gets no size–``T``
+        dependence there from noise alone. Consistent: ``(χ² − df)/√(2·df) < size_z``, with
+        ``χ² = Σ_t (y_t − n·q_t)² / (σ² + n·q_t(1 − q_t))`` (Gaussian noise plus multinomial
+        sampling), ``df`` the cells of ``T`` with ``q_t > 0`` less one. Post-processing of the
+        release and public data; the ledger is unchanged.
+
+        Args:
+            vars_: The measurement's variables, ``size`` first. y: ``(N + 1 − lo, *dims)`` its
+                stored slices (counts). e: The stored entry (``var``, ``base``). mask: Per-slice
+                loss weights (0: left out).
+
+        Returns:
+            ``y`` with the consistent blocks replaced (a copy; ``y`` itself is not changed)."""
+        T = list(vars_[1:])  # noqa: N806
+        flat = y.reshape(y.shape[0], -1).astype(np.float64)
+        base = e.var if e.base is None else e.base
+        blocks = [b for b in self.size_blocks(lo)
+                  if all(mask[s - lo] > 0 and np.isfinite(e.var[s]) for s in b)
+                  and flat[[s - lo for s in b]].sum() > 0]
+        if self.public_hcodes is not None:
+            q = public_counts(self.public_hcodes, T, {v: self.vdom(v) for v in T}).ravel()
+        else:
+            q = sum((flat[[s - lo for s in b]].sum(0) for b in blocks), np.zeros(flat.shape[1]))
+            q = np.clip(q, 0.0, None)
+        if not blocks or q.sum() <= 0:
+            return y
+        q = q / q.sum()
+        cells = q > 0
+        df = int(cells.sum()) - 1
+        if df < 1:
+            return y
+        out = flat.copy()
+        for b in blocks:
+            rows = [s - lo for s in b]
+            yb = flat[rows].sum(0)
+            nb = float(yb.sum())
+            c = sum(math.sqrt(e.var[s] / base[s]) if base[s] > 0 else 1.0 for s in b)
+            noise = float(base[b[0]]) * c * c
+            ex = nb * q
+            chi = float((((yb - ex) ** 2) / (noise + ex * (1 - q)))[cells].sum())
+            if (chi - df) / math.sqrt(2 * df) < self.p.size_z:
+                out[rows] = np.outer(flat[rows].sum(1), q)
+                self.size_gated.add((vars_, tuple(b)))
+        return out.reshape(y.shape)
 
     def model_in_key_axes(self, model: Model, axes: Sequence[Var]) -> np.ndarray:
         return model.marginal(list(axes))
@@ -586,7 +653,7 @@ class _Run:
             if self.npm_query(key, rho_query, f"Alg. 5 {tag}, CFS pick"):
                 used += 1
             measured.append(s)
-        self._add_all(model, measured, lo)
+        self._add_all(model, measured, lo, household=household)
         model.fit(self.p.fit_iters)
         rng = self.rng("sub", tag)
         for rnd, r_t in enumerate(sub.rounds):
@@ -610,7 +677,7 @@ class _Run:
                 if used < sub.q and self.npm_query(key, rho_query, f"Alg. 5 {tag}, h-score pick"):
                     used += 1
                 measured.append(s)
-            self._add_all(model, measured, lo, reset=True, keep=fixed)
+            self._add_all(model, measured, lo, reset=True, keep=fixed, household=household)
             model.fit(self.p.refit_iters)
         return model
 
@@ -655,12 +722,12 @@ class _Run:
         return max(sub.rho_query, (sub.rho - rounds * sub.rho_hround) / queries)
 
     def _add_all(self, model: Model, sets: Sequence[frozenset], lo: int, reset: bool = False,
-                 keep: int = 1) -> None:
+                 keep: int = 1, household: bool = False) -> None:
         if reset:  # the first ``keep`` measurements (ñ_s, exact public marginals) stay
             model.measurements = model.measurements[:keep]
         for s in sets:
             key, axes = canonical(list(s))
-            m = self.measurement(axes, key, lo, model)
+            m = self.measurement(axes, key, lo, model, household)
             if m is not None:
                 model.add(m)
 
@@ -1022,6 +1089,9 @@ class _Run:
                  f"child columns" if self.refine_held else "")
         held += (f"; ρ {float(self.refine_carry):.3g} left unreleased (docs §5.7)"
                  if held else "")
+        if self.size_gated:
+            held += (f"; the size gate found no size dependence in {len(self.size_gated)} "
+                     "household blocks (docs §5.11)")
         self.rep(1.0, f"fitted ({self.queries} NPM queries, {len(self.store.entries)} stored NPMs"
                       f"{held})")
         if a and self.starved:

@@ -266,6 +266,11 @@ class PrivPetal(Params):
             if one of its parent–child pairs has a noisy R-score at least ``refine_z`` σ_R above
             what independence gives; a target left with fewer candidates passes its unspent ρ
             on to the next targets (docs §4.4). ``None``: every λ-useful candidate (the paper).
+        size_z: The size gate (relviz's addition, docs §5.11): in Algorithm 5 (1)'s household
+            model, a released block of ``size`` with household columns whose profile over those
+            columns is consistent with their own distribution (chi-square z below ``size_z``)
+            is replaced by that distribution, so noise alone gives no size dependence.
+            ``None``: the spec (every block as released). Post-processing.
         split_above: Attributes with more codes are modelled as two digits (None: never),
             except the categorical attributes of public tables, kept whole: their codes have no
             order, so a digit would group unrelated categories and cut their association with
@@ -411,7 +416,7 @@ class PrivPetal(Params):
                                  "size_calibration must be True, False or 'variables'")
         if self.slice_lam is not None and not (math.isfinite(self.slice_lam) and self.slice_lam > 0):
             raise ParameterError("slice_lam", "slice_lam must be None or a finite number > 0")
-        for name in ("inter_z", "refine_z"):
+        for name in ("inter_z", "refine_z", "size_z"):
             z = getattr(self, name)
             if z is not None and not (isinstance(z, numbers.Real) and math.isfinite(z) and z >= 0):
                 raise ParameterError(name, f"{name} must be None or a finite number ≥ 0")
