@@ -1970,7 +1970,10 @@ def test_gate_without_keep_best_passes_the_step_to_the_refining_targets() -> Non
     for seed in range(5):
         run, a = _gate_run(_gate_fk(seed, planted=False)[0], seed)
         run.p = replace(run.p, inter_keep_best=False)
+        msgs: list[str] = []
+        run.rep = lambda f, m="", msgs=msgs: msgs.append(m)  # noqa: ARG005
         run.run()
+        last = msgs[-1]
         inter = [e for e in a.ledger if e.label.startswith("Alg. 5 (3)")]
         alg2 = sum(e.rho for e in a.ledger if e.label.startswith("Alg. 2"))
         if inter:
@@ -1980,6 +1983,8 @@ def test_gate_without_keep_best_passes_the_step_to_the_refining_targets() -> Non
         else:
             none_kept += 1
             assert run.inter_gated > 0
+            assert last.startswith("fitted (") and "picks passed the gate" in last, last
+            assert f"ρ {float(run.refine_carry):.3g} left unreleased" in last, last
             assert alg2 + run.refine_carry == run.plan.J * run.plan.rho_target + run.plan.rho_inter
         assert a.spent() <= a.rho_total
     assert none_kept >= 3, none_kept

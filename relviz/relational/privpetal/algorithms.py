@@ -391,6 +391,7 @@ class _Run:
         self.fk, self.priv, self.budget, self.plan, self.p = fk, priv, budget, plan, params
         self.public_hcodes = public_hcodes  # a public parent's codes, else None
         self._rarest: dict[tuple, float] = {}
+        self._public_q: dict[tuple, np.ndarray] = {}  # size gate: public counts per ``T``
         self.device = fit_device(params.device)
         # "auto" sends only the large fits to CUDA; an explicit device takes them all
         self.min_cells = TORCH_MIN_CELLS if params.device == "auto" else 0
@@ -502,10 +503,7 @@ class _Run:
             return False
         d = key_D(key)
         lo = max(d, 1) if d else 0
-        merge = [s for s in range(self.p.merge_from, self.N + 1) if s >= lo] \
-            if self.p.merge_from is not None else []
-        if len(merge) == 1:
-            merge = []
+        merge = self.merged_sizes(lo)
         noisy, sigma = self.priv.release_npm(self.budget, key, lo=lo, merge=merge, rho=rho,
                                              sensitivity=self.plan.sens.vec,
                                              label=f"{label}: NPM {self.name(key)}",
@@ -539,13 +537,18 @@ class _Run:
             y = self.size_gate(tuple(gl), y, e, lo, mask)
         return Measurement(tuple(gl), y, None if bool((mask == 1.0).all()) else mask)
 
+    def merged_sizes(self, lo: int) -> list[int]:
+        """The sizes ``s ≥ lo`` that an NPM release over ``lo…N`` merges into one noisy block
+        (``merge_from…N``, docs §3.4); empty where fewer than two would merge."""
+        if self.p.merge_from is None:
+            return []
+        merge = list(range(max(self.p.merge_from, lo), self.N + 1))
+        return merge if len(merge) > 1 else []
+
     def size_blocks(self, lo: int) -> list[list[int]]:
         """The sizes ``s ≥ lo`` of one NPM release that share one noisy block: the merged sizes
-        (``merge_from…N``, as :meth:`npm_query` merges them) and every other size alone."""
-        merge = [s for s in range(self.p.merge_from, self.N + 1) if s >= lo] \
-            if self.p.merge_from is not None else []
-        if len(merge) == 1:
-            merge = []
+        (:meth:`merged_sizes`, as :meth:`npm_query` merges them) and every other size alone."""
+        merge = self.merged_sizes(lo)
         return ([merge] if merge else []) + [[s] for s in range(lo, self.N + 1) if s not in merge]
 
     def size_gate(self, vars_: tuple, y: np.ndarray, e: Entry, lo: int, mask: np.ndarray
@@ -574,7 +577,11 @@ class _Run:
                   if all(mask[s - lo] > 0 and np.isfinite(e.var[s]) for s in b)
                   and flat[[s - lo for s in b]].sum() > 0]
         if self.public_hcodes is not None:
-            q = public_counts(self.public_hcodes, T, {v: self.vdom(v) for v in T}).ravel()
+            key = tuple(T)
+            if key not in self._public_q:  # the household model is rebuilt many times
+                self._public_q[key] = public_counts(self.public_hcodes, T,
+                                                    {v: self.vdom(v) for v in T}).ravel()
+            q = self._public_q[key]
         else:
             q = sum((flat[[s - lo for s in b]].sum(0) for b in blocks), np.zeros(flat.shape[1]))
             q = np.clip(q, 0.0, None)
@@ -1083,15 +1090,19 @@ class _Run:
                 conds.append(self.build(t, syn, j, refine=j <= plan.J))
                 syn.append(t)
                 done += 1
-        held = (f"; none of Alg. 5 (3)'s {self.inter_gated} inter-relational picks passed the gate"
-                if self.inter_gated else "")
-        held += (f"; the refining gate held back {self.refine_held} candidates with parent and "
-                 f"child columns" if self.refine_held else "")
-        held += (f"; ρ {float(self.refine_carry):.3g} left unreleased (docs §5.7)"
-                 if held else "")
+        gates = []
+        if self.inter_gated:
+            gates.append(f"none of Alg. 5 (3)'s {self.inter_gated} inter-relational picks passed "
+                         "the gate")
+        if self.refine_held:
+            gates.append(f"the refining gate held back {self.refine_held} candidates with parent "
+                         "and child columns")
+        if gates:
+            gates.append(f"ρ {float(self.refine_carry):.3g} left unreleased (docs §5.7)")
         if self.size_gated:
-            held += (f"; the size gate found no size dependence in {len(self.size_gated)} "
-                     "household blocks (docs §5.11)")
+            gates.append(f"the size gate found no size dependence in {len(self.size_gated)} "
+                         "household blocks (docs §5.11)")
+        held = "".join(f"; {g}" for g in gates)
         self.rep(1.0, f"fitted ({self.queries} NPM queries, {len(self.store.entries)} stored NPMs"
                       f"{held})")
         if a and self.starved:
