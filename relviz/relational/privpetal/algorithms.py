@@ -123,6 +123,7 @@ class Params:
     child_margins: bool = False
     parent_children: bool = False
     pair_margins: int = 0
+    pool_totals: bool = True
 
 
 #: Weight of an exact public marginal in a model loss (``public_margins``): its residual counts
@@ -1040,16 +1041,23 @@ class _Run:
                 self.budget, rho=plan.rho_null, sensitivity=plan.sens.null,
                 label="relviz: children with a null FK",
                 source=SOURCE + " (relviz's nullable-FK addition)"), 0.0)
-        margins = None
+        margins = children = None
+        totals: list[tuple[np.ndarray, float]] = []  # released histograms of all the children
         if plan.rho_margins > 0:  # children's one-way marginals: relviz's addition (docs §5.8)
-            margins = [np.maximum(m, 0.0) for m in self.priv.release_child_margins(
+            raw = self.priv.release_child_margins(
                 self.budget, rho_each=plan.rho_margin_each(), sensitivity=plan.sens.hist,
-                names=self.inames, source=SOURCE + " (relviz's child_margins addition)")]
-        children = None
+                names=self.inames, source=SOURCE + " (relviz's child_margins addition)")
+            totals += [(m, plan.sigma_margins) for m in raw]
+            margins = [np.maximum(m, 0.0) for m in raw]
         if plan.rho_children > 0:  # children per parent value: relviz's addition (docs §5.9)
-            children = [np.maximum(c, 0.0) for c in self.priv.release_parent_children(
+            raw = self.priv.release_parent_children(
                 self.budget, rho_each=plan.rho_children_each(), sensitivity=plan.sens.children,
-                names=self.hnames, source=SOURCE + " (relviz's parent_children addition)")]
+                names=self.hnames, source=SOURCE + " (relviz's parent_children addition)")
+            totals += [(c, plan.sigma_children) for c in raw]
+            children = [np.maximum(c, 0.0) for c in raw]
+        if p.pool_totals:  # relviz (docs §5.12): the children total from every release of it
+            self.n_noisy = consistent_sizes(noisy, self.public_groups, children=pooled_children_total(
+                noisy, plan.sigma_n, totals, self.public_groups))
         sigma_n = plan.sigma_n
         self.store.put(((), ()), self.n_noisy.copy(), np.full(N + 1, sigma_n ** 2),
                        np.zeros(N + 1, dtype=bool), direct=True, provenance="group sizes", rollup=False)
@@ -1290,7 +1298,56 @@ def admitting_lambda(lam: float, n_groups: float, needs: Sequence[tuple[float, i
     return float(max(LAMBDA_MIN, min(lam, need * (1 - 1e-9))))
 
 
-def consistent_sizes(noisy: np.ndarray, groups: float | None = None) -> np.ndarray:
+def pooled_children_total(noisy: np.ndarray, sigma_n: float,
+                          histograms: Sequence[tuple[np.ndarray, float]],
+                          groups: float | None = None) -> float:
+    """The number of children in groups, ``Σ_s s·n_s``, estimated from every release that holds
+    it (``pool_totals``; relviz's addition, docs/methods/privpetal.md §5.12): the inverse-variance
+    weighted mean of the unbiased estimates
+
+    - from the group sizes ``ñ_s = n_s + N(0, σ_n²)``: ``Σ_s s·ñ_s`` (variance ``σ_n²·Σ_s s²``),
+      or, when the number of groups ``G`` is public, ``Σ_s s·ñ_s + s̄·(G − Σ_s ñ_s)`` with
+      ``s̄`` the mean of ``0…N`` (variance ``σ_n²·Σ_s (s − s̄)²``: the residual of the groups
+      total, known exactly, removes the part of the noise along it);
+    - from each released histogram of all the children (a child column's one-way marginal,
+      §5.8, or the children per parent value, §5.9; each child row in exactly one cell, and
+      the caps are enforced, so every cell sum is ``Σ_s s·n_s``): its sum of ``c`` cells
+      (variance ``σ²·c``).
+
+    Post-processing of released values with public weights (σ, cells, ``G``): no privacy cost.
+    On TPC-H's ``orders → customer`` at ε 0.2 the sizes alone give ± 2,950 orders (σ_n = 175,
+    N = 9); with ``G`` and the six order-column marginals (σ = 465) ± 420.
+
+    Args:
+        noisy: float ``(N + 1,)``, the raw noisy group sizes. sigma_n: Their σ.
+        histograms: ``(noisy histogram, its per-cell σ)`` pairs (raw, not clamped).
+        groups: The exact number of groups where the referenced table is public.
+
+    Returns:
+        The pooled estimate (float, children)."""
+    y = np.asarray(noisy, dtype=np.float64)
+    s = np.arange(y.size, dtype=np.float64)
+    if groups is None:
+        est, var = [float(s @ y)], [sigma_n ** 2 * float(s @ s)]
+    else:
+        c = s - s.mean()
+        est = [float(s @ y) + float(s.mean()) * (float(groups) - float(y.sum()))]
+        var = [sigma_n ** 2 * float(c @ c)]
+    for h, sigma in histograms:
+        if math.isfinite(sigma):
+            est.append(float(np.sum(h)))
+            var.append(sigma ** 2 * np.size(h))
+    v = np.asarray(var)
+    if not np.isfinite(v).any():
+        return float(s @ y)
+    if (v <= 0).any():  # an exact estimate (σ = 0)
+        return float(np.asarray(est)[v <= 0][0])
+    w = 1.0 / v
+    return float(w @ np.asarray(est) / w.sum())
+
+
+def consistent_sizes(noisy: np.ndarray, groups: float | None = None,
+                     children: float | None = None) -> np.ndarray:
     """Non-negative group counts ``ñ_s`` (``s = 0…N``) closest to the noisy ones in L2 that keep
     their two unbiased totals: the number of groups ``Σ_s ñ_s`` and of children ``Σ_s s·ñ_s``
     (clipped to be feasible). Post-processing of Alg. 1 line 1's release (relviz; docs/methods/
@@ -1312,6 +1369,8 @@ def consistent_sizes(noisy: np.ndarray, groups: float | None = None) -> np.ndarr
             left no group at all. (Not for a private referenced table under a row-level unit:
             its size after the caps, and the number of children with a non-null FK, can change
             with one row; the neighbour tests of docs/privacy.md catch the changed control flow.)
+        children: A better unbiased estimate of the children total than ``Σ_s s·ñ_s``
+            (:func:`pooled_children_total`), kept instead of it.
 
     Returns:
         float64 array, same shape, ``≥ 0``.
@@ -1321,7 +1380,7 @@ def consistent_sizes(noisy: np.ndarray, groups: float | None = None) -> np.ndarr
     y = np.asarray(noisy, dtype=np.float64)
     s = np.arange(y.size, dtype=np.float64)
     groups = max(float(y.sum()) if groups is None else float(groups), 0.0)
-    children = float(s @ y)
+    children = float(s @ y) if children is None else float(children)
     if groups <= 0.0:
         return np.zeros_like(y)
     scale = max(1.0, float(np.abs(y).max()))

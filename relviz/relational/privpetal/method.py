@@ -360,6 +360,13 @@ class PrivPetal(Params):
             large public parent attribute with a child column is rarely λ-useful (TPC-H's
             150 part types with a line item's quantity), where a count of the children
             themselves is measured with the child table's sensitivity. 0 (default): none.
+        pool_totals: Estimate the number of children in groups from every release that holds
+            it, not from the noisy group sizes alone: the inverse-variance mean of the sizes'
+            own estimate (conditioned on a public parent's exact number of groups) and the sums
+            of the ``child_margins`` and ``parent_children`` histograms, which the noisy sizes
+            are then made consistent with (:func:`algorithms.pooled_children_total`;
+            post-processing, relviz's addition, docs §5.12). Default True; False: the sizes'
+            own total (docs §8 D18).
 
     Every parameter but ``split_above``, ``splits`` and ``public_context`` may differ per FK: an edge's own
     parameters (``Plan.with_params(fk, …)``) configure its Algorithm 1 run, and an edge without
@@ -405,7 +412,7 @@ class PrivPetal(Params):
         if not (self.device in ("auto", "numpy", "cpu") or str(self.device).startswith("cuda")):
             raise ParameterError("device", "device must be 'auto', 'numpy', 'cpu' or 'cuda[:n]'")
         for name in ("inter_keep_best", "size_raking", "debias_stored_h", "public_margins", "public_usefulness",
-                     "column_calibration", "child_margins", "parent_children"):
+                     "column_calibration", "child_margins", "parent_children", "pool_totals"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, f"{name} must be True or False")
         if isinstance(self.pair_margins, bool) or not isinstance(self.pair_margins, int) \
