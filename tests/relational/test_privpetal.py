@@ -3344,7 +3344,7 @@ def test_pool_totals_gives_the_sizes_the_pooled_children_total() -> None:
     both runs see the same releases (post-processing) and stay within the budget."""
     priv, _ = _gate_fk(0, planted=False)
     seen: dict[bool, float] = {}
-    spent: list[dict] = []
+    releases: list[dict] = []
     for pool in (True, False):
         rho = Fraction(1, 10)
         a = Accountant(rho, delta=1e-6)
@@ -3370,7 +3370,7 @@ def test_pool_totals_gives_the_sizes_the_pooled_children_total() -> None:
         seen[pool] = float(s @ run.n_noisy)
         assert seen[pool] == pytest.approx(want, rel=1e-4), (pool, seen[pool], want)
         assert a.spent() <= a.rho_total
-        spent.append(got)
-    assert np.array_equal(spent[0]["n"], spent[1]["n"])
-    assert all(np.array_equal(x, y) for x, y in zip(spent[0]["m"], spent[1]["m"]))
+        releases.append(got)
+    assert np.array_equal(releases[0]["n"], releases[1]["n"])
+    assert all(np.array_equal(x, y) for x, y in zip(releases[0]["m"], releases[1]["m"]))
     assert seen[True] != seen[False]

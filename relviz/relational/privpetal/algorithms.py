@@ -1026,7 +1026,29 @@ class _Run:
         noisy = self.priv.release_sizes(self.budget, rho=plan.rho_n, sensitivity=plan.sens.vec,
                                         label="Alg. 1 line 1: group sizes ñ_s",
                                         source=SOURCE + " Alg. 1 line 1")
-        self.n_noisy = consistent_sizes(noisy, self.public_groups)
+        n_null = 0.0
+        if plan.rho_null > 0:  # a nullable FK: relviz's addition (docs §5.4), not in [P]
+            n_null = max(self.priv.release_null_count(
+                self.budget, rho=plan.rho_null, sensitivity=plan.sens.null,
+                label="relviz: children with a null FK",
+                source=SOURCE + " (relviz's nullable-FK addition)"), 0.0)
+        margins = children = None
+        hists: list[tuple[np.ndarray, float]] = []  # released histograms of all the children
+        if plan.rho_margins > 0:  # children's one-way marginals: relviz's addition (docs §5.8)
+            raw = self.priv.release_child_margins(
+                self.budget, rho_each=plan.rho_margin_each(), sensitivity=plan.sens.hist,
+                names=self.inames, source=SOURCE + " (relviz's child_margins addition)")
+            hists += [(m, plan.sigma_margins) for m in raw]
+            margins = [np.maximum(m, 0.0) for m in raw]
+        if plan.rho_children > 0:  # children per parent value: relviz's addition (docs §5.9)
+            raw = self.priv.release_parent_children(
+                self.budget, rho_each=plan.rho_children_each(), sensitivity=plan.sens.children,
+                names=self.hnames, source=SOURCE + " (relviz's parent_children addition)")
+            hists += [(c, plan.sigma_children) for c in raw]
+            children = [np.maximum(c, 0.0) for c in raw]
+        pooled = (pooled_children_total(noisy, plan.sigma_n, hists, self.public_groups)
+                  if p.pool_totals else None)  # relviz (docs §5.12): from every release of it
+        self.n_noisy = consistent_sizes(noisy, self.public_groups, children=pooled)
         self.lam = auto_lambda(float(self.n_noisy.sum())) if p.lam is None else float(p.lam)
         self.lam_one = self.lam  # λ of the one-attribute candidates {size, A} of PrivMRF-sub
         if p.lam is None:  # relviz's default: lowered where they would not all be measured
@@ -1035,29 +1057,6 @@ class _Run:
             cells += [(plan.hsub.sigma_mar, self.cells_full([("H", j)]))
                       for j in range(h1) if plan.rho_hsub > 0]
             self.lam_one = admitting_lambda(self.lam, float(self.n_noisy.sum()), cells)
-        n_null = 0.0
-        if plan.rho_null > 0:  # a nullable FK: relviz's addition (docs §5.4), not in [P]
-            n_null = max(self.priv.release_null_count(
-                self.budget, rho=plan.rho_null, sensitivity=plan.sens.null,
-                label="relviz: children with a null FK",
-                source=SOURCE + " (relviz's nullable-FK addition)"), 0.0)
-        margins = children = None
-        totals: list[tuple[np.ndarray, float]] = []  # released histograms of all the children
-        if plan.rho_margins > 0:  # children's one-way marginals: relviz's addition (docs §5.8)
-            raw = self.priv.release_child_margins(
-                self.budget, rho_each=plan.rho_margin_each(), sensitivity=plan.sens.hist,
-                names=self.inames, source=SOURCE + " (relviz's child_margins addition)")
-            totals += [(m, plan.sigma_margins) for m in raw]
-            margins = [np.maximum(m, 0.0) for m in raw]
-        if plan.rho_children > 0:  # children per parent value: relviz's addition (docs §5.9)
-            raw = self.priv.release_parent_children(
-                self.budget, rho_each=plan.rho_children_each(), sensitivity=plan.sens.children,
-                names=self.hnames, source=SOURCE + " (relviz's parent_children addition)")
-            totals += [(c, plan.sigma_children) for c in raw]
-            children = [np.maximum(c, 0.0) for c in raw]
-        if p.pool_totals:  # relviz (docs §5.12): the children total from every release of it
-            self.n_noisy = consistent_sizes(noisy, self.public_groups, children=pooled_children_total(
-                noisy, plan.sigma_n, totals, self.public_groups))
         sigma_n = plan.sigma_n
         self.store.put(((), ()), self.n_noisy.copy(), np.full(N + 1, sigma_n ** 2),
                        np.zeros(N + 1, dtype=bool), direct=True, provenance="group sizes", rollup=False)
