@@ -59,7 +59,7 @@ from relviz.errors import ParameterError, Problem
 from relviz.marginals import mixed_radix_codes
 from relviz.privacy.budget import Budget
 from relviz.privacy.measure import Curator
-from relviz.privacy.postprocessing import fit_group_margins, fit_margins
+from relviz.privacy.postprocessing import fit_group_margins, fit_margins, project_counts
 from relviz.privacy.sensitivity import Multipliers
 from relviz.progress import Reporter
 from relviz.relational.parent_attributes import public_parent_linker
@@ -1021,9 +1021,10 @@ def _pair_targets(f: FKFit) -> dict[int, dict]:
     raked to (:func:`calibrated_column_probs`): the children of a group are exchangeable, so
     each slot's child with parent value ``x`` follows the released ``p(k | x)``, whatever the
     slot. Where the rows are too noisy for that, consecutive parent values are pooled first
-    (:func:`pair_block_size`: a block's cells summed, noise and all, then clamped at 0), and
-    every value of a block gets the block's ``p(k | block)``; a block without mass gets the
-    margin's overall distribution of ``k``. {} without released pair margins (or a fit pickled
+    (:func:`pair_block_size`: a block's cells summed, noise and all), and every value of a block
+    gets the block's ``p(k | block)``: the block's noisy cells projected onto the non-negative
+    counts with the same sum (``project_counts``, the Norm-Sub of docs §5.10), then normalised;
+    a block without mass gets the margin's overall distribution of ``k``. {} without released pair margins (or a fit pickled
     before the option; one pickled before ``pair_sigma`` is not pooled). Post-processing of
     released values and the plan's σ."""
     out: dict[int, dict] = {}
@@ -1037,7 +1038,7 @@ def _pair_targets(f: FKFit) -> dict[int, dict]:
         block = np.arange(m.shape[0]) // g
         pooled = np.zeros((int(block[-1]) + 1, m.shape[1]))
         np.add.at(pooled, block, m)
-        rows = np.maximum(pooled, 0.0)[block]
+        rows = np.stack([project_counts(r, float(r.sum())) for r in pooled])[block]
         tot = rows.sum(axis=1, keepdims=True)
         out.setdefault(k, {})[("H", j)] = np.where(tot > 0, rows / np.where(tot > 0, tot, 1.0),
                                                    col / col.sum())
