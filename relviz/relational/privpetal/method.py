@@ -1023,7 +1023,9 @@ def _pair_targets(f: FKFit) -> dict[int, dict]:
     slot. Where the rows are too noisy for that, consecutive parent values are pooled first
     (:func:`pair_block_size`: a block's cells summed, noise and all), and every value of a block
     gets the block's ``p(k | block)``: the block's noisy cells projected onto the non-negative
-    counts with the same sum (``project_counts``, the Norm-Sub of docs §5.10), then normalised;
+    counts with the same sum (``project_counts``), the blocks then raked (``fit_margins``) to
+    the column totals ``Σ_x m[x, k]`` projected the same way, and normalised (docs §5.10: no
+    clamping at 0, whose positive noise on near-empty cells pulls every row toward uniform);
     a block without mass gets the margin's overall distribution of ``k``. {} without released pair margins (or a fit pickled
     before the option; one pickled before ``pair_sigma`` is not pooled). Post-processing of
     released values and the plan's σ."""
@@ -1031,14 +1033,19 @@ def _pair_targets(f: FKFit) -> dict[int, dict]:
     sigmas = getattr(f, "pair_sigma", None) or {}
     for (j, k), m in (getattr(f, "pair_margins", None) or {}).items():
         m = np.asarray(m, dtype=np.float64)
-        col = np.maximum(m.sum(axis=0), 0.0)
-        if col.sum() <= 0:
+        if np.maximum(m.sum(axis=0), 0.0).sum() <= 0:
             continue
         g = pair_block_size(float(m.sum()), m.shape[0], m.shape[1], sigmas.get((j, k), 0.0))
         block = np.arange(m.shape[0]) // g
         pooled = np.zeros((int(block[-1]) + 1, m.shape[1]))
         np.add.at(pooled, block, m)
-        rows = np.stack([project_counts(r, float(r.sum())) for r in pooled])[block]
+        rows = np.stack([project_counts(r, float(r.sum())) for r in pooled])
+        col = project_counts(m.sum(axis=0), float(rows.sum()))
+        if col.sum() <= 0:
+            col = np.maximum(m.sum(axis=0), 0.0)
+        else:  # the blocks raked to the column totals, whose noise is √H times the rows'
+            rows = fit_margins(rows, rows.sum(axis=1), col)
+        rows = rows[block]
         tot = rows.sum(axis=1, keepdims=True)
         out.setdefault(k, {})[("H", j)] = np.where(tot > 0, rows / np.where(tot > 0, tot, 1.0),
                                                    col / col.sum())
