@@ -1026,9 +1026,9 @@ def _pair_targets(f: FKFit) -> dict[int, dict]:
     counts with the same sum (``project_counts``), the blocks then raked (``fit_margins``) to
     the column totals ``Σ_x m[x, k]`` projected the same way, and normalised (docs §5.10: no
     clamping at 0, whose positive noise on near-empty cells pulls every row toward uniform);
-    a block without mass gets the margin's overall distribution of ``k``. {} without released pair margins (or a fit pickled
-    before the option; one pickled before ``pair_sigma`` is not pooled). Post-processing of
-    released values and the plan's σ."""
+    a block without mass gets the margin's overall distribution of ``k``. {} without released
+    pair margins (or a fit pickled before the option; one pickled before ``pair_sigma`` is not
+    pooled). Post-processing of released values and the plan's σ."""
     out: dict[int, dict] = {}
     sigmas = getattr(f, "pair_sigma", None) or {}
     for (j, k), m in (getattr(f, "pair_margins", None) or {}).items():
@@ -1043,7 +1043,7 @@ def _pair_targets(f: FKFit) -> dict[int, dict]:
         col = project_counts(m.sum(axis=0), float(rows.sum()))
         if col.sum() <= 0:
             col = np.maximum(m.sum(axis=0), 0.0)
-        else:  # the blocks raked to the column totals, whose noise is √H times the rows'
+        else:  # raked to the column totals: H rows summed, √H times less noise per child
             rows = fit_margins(rows, rows.sum(axis=1), col)
         rows = rows[block]
         tot = rows.sum(axis=1, keepdims=True)
