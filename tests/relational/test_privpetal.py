@@ -3127,6 +3127,30 @@ def test_pair_targets_keep_child_values_no_parent_value_has_near_empty(seed: int
     assert float(clamped[:, 5:].sum(axis=1).mean()) > 0.08
 
 
+def test_pair_targets_pool_the_column_totals_of_every_margin_of_a_child_column() -> None:
+    """Two released margins of the same child column (5 × 4 at σ 2, 20 × 4 at σ 1) count the same
+    children over it: :func:`_pooled_columns` weighs their column sums by ``1/(H·σ²)`` (1/20 and
+    1/20 here, so the plain mean of the two), takes a margin without a σ as it is, and
+    :func:`_pair_targets` rakes every margin's rows to those pooled totals: both targets, weighted
+    by their rows' sums, give the same distribution of the child column."""
+    from types import SimpleNamespace
+
+    from relviz.relational.privpetal.method import _pair_targets, _pooled_columns
+
+    rng = np.random.default_rng(3)
+    a = rng.uniform(50.0, 150.0, (5, 4))
+    b = rng.uniform(10.0, 40.0, (20, 4))
+    cols = _pooled_columns({(0, 2): a, (1, 2): b}, {(0, 2): 2.0, (1, 2): 1.0})
+    assert np.allclose(cols[2], (a.sum(axis=0) + b.sum(axis=0)) / 2)
+    assert np.allclose(_pooled_columns({(0, 2): a, (1, 2): b}, {(1, 2): 1.0})[2], a.sum(axis=0))
+    got = _pair_targets(SimpleNamespace(pair_margins={(0, 2): a, (1, 2): b},
+                                        pair_sigma={(0, 2): 2.0, (1, 2): 1.0}))[2]
+    pa = (got[("H", 0)] * a.sum(axis=1, keepdims=True)).sum(axis=0)
+    pb = (got[("H", 1)] * b.sum(axis=1, keepdims=True)).sum(axis=0)
+    want = cols[2] / cols[2].sum()
+    assert np.allclose(pa / pa.sum(), want, atol=1e-6) and np.allclose(pb / pb.sum(), want, atol=1e-6)
+
+
 def test_pair_margins_rake_the_drawn_children_to_the_released_relation(pairs_fit) -> None:  # noqa: ANN001
     """Sampling follows the released pair margin whatever the model says: with the fit's release
     replaced by one (at σ 1: no rows pooled) that gives every kind ``x`` the quantity ``(x + 2) mod 4`` with probability

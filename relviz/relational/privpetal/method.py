@@ -1024,15 +1024,18 @@ def _pair_targets(f: FKFit) -> dict[int, dict]:
     (:func:`pair_block_size`: a block's cells summed, noise and all), and every value of a block
     gets the block's ``p(k | block)``: the block's noisy cells projected onto the non-negative
     counts with the same sum (``project_counts``), the blocks then raked (``fit_margins``) to
-    the column totals ``Σ_x m[x, k]`` projected the same way, and normalised (docs §5.10: no
+    the column totals of ``k`` (:func:`_pooled_columns`, every margin of ``k`` pooled) projected
+    the same way, and normalised (docs §5.10: no
     clamping at 0, whose positive noise on near-empty cells pulls every row toward uniform);
     a block without mass gets the margin's overall distribution of ``k``. {} without released
     pair margins (or a fit pickled before the option; one pickled before ``pair_sigma`` is not
     pooled). Post-processing of released values and the plan's σ."""
     out: dict[int, dict] = {}
     sigmas = getattr(f, "pair_sigma", None) or {}
-    for (j, k), m in (getattr(f, "pair_margins", None) or {}).items():
-        m = np.asarray(m, dtype=np.float64)
+    margins = {key: np.asarray(m, dtype=np.float64)
+               for key, m in (getattr(f, "pair_margins", None) or {}).items()}
+    columns = _pooled_columns(margins, sigmas)
+    for (j, k), m in margins.items():
         if np.maximum(m.sum(axis=0), 0.0).sum() <= 0:
             continue
         g = pair_block_size(float(m.sum()), m.shape[0], m.shape[1], sigmas.get((j, k), 0.0))
@@ -1040,15 +1043,36 @@ def _pair_targets(f: FKFit) -> dict[int, dict]:
         pooled = np.zeros((int(block[-1]) + 1, m.shape[1]))
         np.add.at(pooled, block, m)
         rows = np.stack([project_counts(r, float(r.sum())) for r in pooled])
-        col = project_counts(m.sum(axis=0), float(rows.sum()))
+        col = project_counts(columns[k], float(columns[k].sum()))  # k's distribution …
+        col *= float(rows.sum()) / max(float(col.sum()), 1e-300)   # … over this margin's total
         if col.sum() <= 0:
             col = np.maximum(m.sum(axis=0), 0.0)
-        else:  # raked to the column totals: H rows summed, √H times less noise per child
+        else:  # raked to the column totals: rows summed, so less noise per child
             rows = fit_margins(rows, rows.sum(axis=1), col)
         rows = rows[block]
         tot = rows.sum(axis=1, keepdims=True)
         out.setdefault(k, {})[("H", j)] = np.where(tot > 0, rows / np.where(tot > 0, tot, 1.0),
                                                    col / col.sum())
+    return out
+
+
+def _pooled_columns(margins: Mapping[tuple[int, int], np.ndarray],
+                    sigmas: Mapping[tuple[int, int], float]) -> dict[int, np.ndarray]:
+    """``pair_margins`` (docs §5.10): for each child column ``k``, one estimate of its histogram
+    over the children, ``(dom k,)`` float64 (noisy, not projected): every released pair margin
+    of ``k`` counts the same children over ``k``, so its column sums ``Σ_x m[x, k]`` (``H``
+    cells of noise ``σ`` each: variance ``H·σ²``) are pooled with inverse-variance weights; a
+    margin without a σ (a fit pickled before ``pair_sigma``) is taken as it is. Post-processing
+    of released values and the plan's σ."""
+    out: dict[int, np.ndarray] = {}
+    for k in sorted({k for _, k in margins}):
+        ms = [(m, float(sigmas.get((j, kk), 0.0))) for (j, kk), m in margins.items() if kk == k]
+        exact = [m for m, s in ms if not (s > 0 and math.isfinite(s))]
+        if exact:
+            out[k] = exact[0].sum(axis=0)
+            continue
+        w = np.array([1.0 / (m.shape[0] * s * s) for m, s in ms])
+        out[k] = sum(wi * m.sum(axis=0) for wi, (m, _) in zip(w, ms)) / w.sum()
     return out
 
 
