@@ -1025,9 +1025,9 @@ def _pair_targets(f: FKFit) -> dict[int, dict]:
     gets the block's ``p(k | block)``: the block's noisy cells projected onto the non-negative
     counts with the same sum (``project_counts``), the blocks then raked (``fit_margins``) to
     the column totals of ``k`` (:func:`_pooled_columns`, every margin of ``k`` pooled) projected
-    the same way, and normalised (docs §5.10: no
-    clamping at 0, whose positive noise on near-empty cells pulls every row toward uniform);
-    a block without mass gets the margin's overall distribution of ``k``. {} without released
+    the same way, and normalised (docs §5.10: no clamping at 0, whose positive noise on
+    near-empty cells pulls every row toward uniform); a block without mass gets the margin's
+    overall distribution of ``k``. {} without released
     pair margins (or a fit pickled before the option; one pickled before ``pair_sigma`` is not
     pooled). Post-processing of released values and the plan's σ."""
     out: dict[int, dict] = {}
